@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * ibv_open_device(3) / ibv_close_device(3) and the context object.  The
+ * context is a struct verbs_context laid out exactly as verbs.h says (the
+ * inline verbs find it through abi_compat and sz), wrapped in urxe_ctx.
+ * cmd_fd and async_fd are real descriptors with inodes of their own: a
+ * memfd naming the device, and the read end of a pipe that carries
+ * struct ibv_async_event records.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+
+#include "core.h"
+
+/*
+ * Data-path slots the inline verbs call without checking: until the
+ * objects behind them exist they fail cleanly.
+ */
+static int unsupported_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	(void)cq; (void)n; (void)wc;
+	return -EOPNOTSUPP;
+}
+
+static int unsupported_notify(struct ibv_cq *cq, int solicited)
+{
+	(void)cq; (void)solicited;
+	return EOPNOTSUPP;
+}
+
+static int unsupported_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				 struct ibv_send_wr **bad)
+{
+	(void)qp;
+	*bad = wr;
+	return EOPNOTSUPP;
+}
+
+static int unsupported_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+				 struct ibv_recv_wr **bad)
+{
+	(void)qp;
+	*bad = wr;
+	return EOPNOTSUPP;
+}
+
+static int unsupported_post_srq_recv(struct ibv_srq *srq,
+				     struct ibv_recv_wr *wr,
+				     struct ibv_recv_wr **bad)
+{
+	(void)srq;
+	*bad = wr;
+	return EOPNOTSUPP;
+}
+
+static struct ibv_mw *unsupported_alloc_mw(struct ibv_pd *pd,
+					   enum ibv_mw_type type)
+{
+	(void)pd; (void)type;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+static int unsupported_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+			       struct ibv_mw_bind *bind)
+{
+	(void)qp; (void)mw; (void)bind;
+	return EOPNOTSUPP;
+}
+
+static int unsupported_dealloc_mw(struct ibv_mw *mw)
+{
+	(void)mw;
+	return EOPNOTSUPP;
+}
+
+static void fill_ops(struct verbs_context *v)
+{
+	struct ibv_context_ops *ops = &v->context.ops;
+
+	ops->poll_cq = unsupported_poll_cq;
+	ops->req_notify_cq = unsupported_notify;
+	ops->post_send = unsupported_post_send;
+	ops->post_recv = unsupported_post_recv;
+	ops->post_srq_recv = unsupported_post_srq_recv;
+	ops->alloc_mw = unsupported_alloc_mw;
+	ops->bind_mw = unsupported_bind_mw;
+	ops->dealloc_mw = unsupported_dealloc_mw;
+
+	/* Extended verbs: a NULL slot makes the inline verb say EOPNOTSUPP. */
+	v->query_port = urxe_vctx_query_port;
+	v->query_device_ex = urxe_vctx_query_device_ex;
+	v->open_xrcd = urxe_vctx_open_xrcd;
+	v->close_xrcd = urxe_vctx_close_xrcd;
+	v->sz = sizeof(*v);
+	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+}
+
+static int make_cmd_fd(const struct urxe_dev_desc *desc)
+{
+	int fd = memfd_create("urxe-cmd", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* Names the device, for ibv_import_device() in another context. */
+	if (dprintf(fd, "%s\n", desc->name) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int ctx_open(struct urxe_ibdev *ibdev, struct urxe_ctx **out)
+{
+	struct urxe_ctx *c;
+	int pfd[2], rc;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ibdev = ibdev;
+	rc = urxe_dev_get(&ibdev->desc, &c->dev);
+	if (rc)
+		goto err_free;
+	rc = make_cmd_fd(&ibdev->desc);
+	if (rc < 0)
+		goto err_dev;
+	c->vctx.context.cmd_fd = rc;
+	if (pipe2(pfd, O_CLOEXEC)) {
+		rc = -errno;
+		goto err_cmd;
+	}
+	c->vctx.context.async_fd = pfd[0];
+	c->async_wr = pfd[1];
+	c->vctx.context.device = &ibdev->ibv;
+	c->vctx.context.num_comp_vectors = 1;
+	pthread_mutex_init(&c->vctx.context.mutex, NULL);
+	fill_ops(&c->vctx);
+	*out = c;
+	return 0;
+
+err_cmd:
+	close(c->vctx.context.cmd_fd);
+err_dev:
+	urxe_dev_put(c->dev);
+err_free:
+	free(c);
+	return rc;
+}
+
+URXE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct urxe_ctx *c = NULL;
+	int rc;
+
+	if (!device) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rc = ctx_open(to_uibdev(device), &c);
+	if (rc)
+		urxe_warn("cannot open %s: %s", device->name, strerror(-rc));
+	return urxe_ret_null(rc, c ? &c->vctx.context : NULL);
+}
+
+URXE_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	struct urxe_ctx *c;
+
+	if (!context)
+		return urxe_ret_minus1(-EINVAL);
+	c = to_uctx(context);
+	close(context->cmd_fd);
+	close(context->async_fd);
+	close(c->async_wr);
+	pthread_mutex_destroy(&context->mutex);
+	urxe_dev_put(c->dev);
+	free(c);
+	return 0;
+}
+
+URXE_EXPORT int ibv_get_async_event(struct ibv_context *context,
+				    struct ibv_async_event *event)
+{
+	ssize_t n;
+
+	/* Blocks unless the application made async_fd non-blocking. */
+	do {
+		n = read(context->async_fd, event, sizeof(*event));
+	} while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(*event))
+		return 0;
+	return urxe_ret_minus1(n < 0 ? -errno : -EIO);
+}
+
+URXE_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	/* Events hold no references yet: nothing to release. */
+	(void)event;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internals of core/, the libibverbs ABI layer: device descriptors from
+ * configuration, the ibv_device objects of the device list, contexts.
+ */
+#ifndef URXE_CORE_H
+#define URXE_CORE_H
+
+#include <infiniband/verbs.h>
+#include <limits.h>
+
+#include <urxe/provider.h>
+#include <urxe/util.h>
+
+#include "retconv.h"
+
+/*
+ * From rdma-core's driver.h, which is not installed: the GID type as sysfs
+ * spells it, returned by ibv_query_gid_type() (IBVERBS_PRIVATE_34).
+ */
+enum ibv_gid_type_sysfs {
+	IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
+	IBV_GID_TYPE_SYSFS_ROCE_V2,
+};
+
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+		       unsigned int index, enum ibv_gid_type_sysfs *type);
+
+/* --- configuration (config.c) --- */
+#define URXE_CONFIG_MAX_DEVS 64
+#define URXE_CONFIG_SYSTEM "/etc/urxe/devices.conf"
+
+struct urxe_config {
+	unsigned int ndevs;
+	struct urxe_dev_desc devs[URXE_CONFIG_MAX_DEVS];
+	char source[PATH_MAX];	/* where the devices came from */
+	char rundir[URXE_RUNDIR_MAX];
+};
+
+/*
+ * Parses one device line: "NAME netdev IF [backend udp|packet]".  Returns
+ * 0, 1 for a blank or comment line, or -EINVAL (with @err explaining).
+ */
+int urxe_config_parse_line(const char *line, struct urxe_dev_desc *out,
+			   char *err, size_t errlen);
+/* Parses a whole text (newline or ';' separated) into @cfg, appending. */
+int urxe_config_parse(const char *text, const char *origin,
+		      struct urxe_config *cfg);
+/*
+ * Loads the devices, first layer that has any: URXE_DEVICES, the file
+ * named by URXE_CONFIG, $XDG_CONFIG_HOME/urxe/devices.conf (or
+ * ~/.config/...), /etc/urxe/devices.conf; otherwise rxe0 on lo.
+ */
+int urxe_config_load(struct urxe_config *cfg);
+/* Loads only the file layer that `urxe dev add/del` edit. */
+int urxe_config_load_file(const char *path, struct urxe_config *cfg);
+/* The file `urxe dev add/del` edit: URXE_CONFIG, else the user's. */
+int urxe_config_edit_path(char *buf, size_t len);
+int urxe_config_write(const char *path, const struct urxe_config *cfg);
+int urxe_config_find(const struct urxe_config *cfg, const char *name);
+void urxe_config_default_dev(struct urxe_config *cfg);
+
+/* --- the device list (device_list.c) --- */
+struct urxe_ibdev {
+	struct ibv_device ibv;
+	struct urxe_dev_desc desc;
+	int index;
+	__be64 guid;
+	struct urxe_ibdev *next;
+};
+
+static inline struct urxe_ibdev *to_uibdev(struct ibv_device *d)
+{
+	return urxe_container_of(d, struct urxe_ibdev, ibv);
+}
+
+/* --- contexts (context.c) --- */
+struct urxe_ctx {
+	struct urxe_ibdev *ibdev;
+	struct urxe_dev *dev;
+	int async_wr;			/* write end of async_fd's pipe */
+	struct verbs_context vctx;	/* last: ibv_context ends it */
+};
+
+_Static_assert(offsetof(struct urxe_ctx, vctx.context) +
+	       sizeof(struct ibv_context) == sizeof(struct urxe_ctx),
+	       "ibv_context must end the context object");
+
+static inline struct urxe_ctx *to_uctx(struct ibv_context *c)
+{
+	return urxe_container_of(c, struct urxe_ctx, vctx.context);
+}
+
+static inline struct urxe_dev *ctx_dev(struct ibv_context *c)
+{
+	return to_uctx(c)->dev;
+}
+
+/* Verbs installed in verbs_context by context.c. */
+int urxe_vctx_query_port(struct ibv_context *ctx, uint8_t port,
+			 struct ibv_port_attr *attr, size_t attr_len);
+int urxe_vctx_query_device_ex(struct ibv_context *ctx,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size);
+struct ibv_xrcd *urxe_vctx_open_xrcd(struct ibv_context *ctx,
+				     struct ibv_xrcd_init_attr *attr);
+int urxe_vctx_close_xrcd(struct ibv_xrcd *xrcd);
+
+#endif

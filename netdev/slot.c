@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Host-wide slots.  Every device instance (one per process and device)
+ * claims a slot: a write lock, taken with F_OFD_SETLK, on byte k of
+ * <rundir>/slots.  The lock belongs to the open file description, so the
+ * kernel drops it when the holder dies, and two instances in one process
+ * (two descriptions) exclude each other just as two processes do.
+ *
+ * The runtime directory is shared by every user: sticky and world-writable
+ * (1777) like /tmp, with its files mode 0666.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+#include <urxe/netdev.h>
+
+int urxe_rundir_prepare(const char *rundir)
+{
+	struct stat st;
+
+	if (mkdir(rundir, 01777) == 0) {
+		/* mkdir() obeys the umask; the directory is for everyone. */
+		if (chmod(rundir, 01777) && errno != EPERM)
+			return -errno;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	if (stat(rundir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return 0;
+}
+
+int urxe_rundir_open(const char *rundir, const char *file)
+{
+	char path[4096];
+	int fd, rc;
+
+	rc = urxe_rundir_prepare(rundir);
+	if (rc) {
+		urxe_err("cannot use runtime directory %s: %s (set URXE_RUNDIR to a writable directory)",
+			 rundir, strerror(-rc));
+		return rc;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", rundir, file) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+	if (fd < 0) {
+		rc = -errno;
+		urxe_err("cannot open %s: %s (it must be mode 0666 in a 1777 directory)",
+			 path, strerror(errno));
+		return rc;
+	}
+	/* The creator's umask may have narrowed the mode; others need it. */
+	fchmod(fd, 0666);
+	return fd;
+}
+
+static int lock_byte(int fd, unsigned int index, int cmd, short type,
+		     struct flock *fl)
+{
+	memset(fl, 0, sizeof(*fl));
+	fl->l_type = type;
+	fl->l_whence = SEEK_SET;
+	fl->l_start = index;
+	fl->l_len = 1;
+	return fcntl(fd, cmd, fl);
+}
+
+int urxe_slot_claim(const char *rundir, struct urxe_slot *slot)
+{
+	struct flock fl;
+	unsigned int k;
+	int fd;
+
+	fd = urxe_rundir_open(rundir, "slots");
+	if (fd < 0)
+		return fd;
+	for (k = URXE_SLOT_FIRST; k <= URXE_SLOT_LAST; k++) {
+		if (lock_byte(fd, k, F_OFD_SETLK, F_WRLCK, &fl) == 0) {
+			slot->fd = fd;
+			slot->index = k;
+			return 0;
+		}
+		if (errno != EAGAIN && errno != EACCES) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+	}
+	close(fd);
+	urxe_err("all %d slots of %s are taken: too many urxe processes on this host",
+		 URXE_SLOT_LAST - URXE_SLOT_FIRST + 1, rundir);
+	return -EUSERS;
+}
+
+void urxe_slot_release(struct urxe_slot *slot)
+{
+	if (slot->fd >= 0)
+		close(slot->fd);	/* closing the description drops its lock */
+	slot->fd = -1;
+}
+
+int urxe_slot_busy(const char *rundir, unsigned int index)
+{
+	struct flock fl;
+	int fd, rc;
+
+	fd = urxe_rundir_open(rundir, "slots");
+	if (fd < 0)
+		return fd;
+	rc = lock_byte(fd, index, F_OFD_GETLK, F_WRLCK, &fl);
+	rc = rc ? -errno : fl.l_type != F_UNLCK;
+	close(fd);
+	return rc;
+}
+
+struct in_addr urxe_slot_loopback_addr(unsigned int index)
+{
+	struct in_addr a;
+	/* 127.117.h.l with h, l >= 1: never a network or broadcast address. */
+	unsigned int h = 1 + index / 250, l = 1 + index % 250;
+
+	a.s_addr = htonl(127u << 24 | 117u << 16 | h << 8 | l);
+	return a;
+}

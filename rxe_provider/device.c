@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Device instances and their attributes.  One instance per (process,
+ * device): created at the first open, shared by later contexts, destroyed
+ * with the last.  Its slot is claimed when it is created because the GID
+ * (on loopback) is the slot's address; sockets come later, lazily.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <urxe/engine.h>
+#include <urxe/log.h>
+#include <urxe/provider.h>
+
+#include "provider_int.h"
+
+const char *const urxe_backend_names[URXE_BACKEND__COUNT] = {
+	[URXE_BACKEND_UDP] = "udp",
+	[URXE_BACKEND_PACKET] = "packet",
+};
+
+static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct urxe_dev *instances;
+
+static bool same_desc(const struct urxe_dev_desc *a,
+		      const struct urxe_dev_desc *b)
+{
+	return !strcmp(a->name, b->name) && !strcmp(a->netdev, b->netdev) &&
+	       a->backend == b->backend && !strcmp(a->rundir, b->rundir);
+}
+
+/* Rebuilds iface-derived state; dev->lock held. */
+static int refresh_locked(struct urxe_dev *dev)
+{
+	struct urxe_iface ifc;
+	int rc;
+
+	rc = urxe_iface_query(dev->desc.netdev, &ifc);
+	if (rc) {
+		urxe_err("%s: interface %s: %s", dev->desc.name, dev->desc.netdev,
+			 rc == -ENODEV ? "no such interface in this network namespace"
+				       : strerror(-rc));
+		return rc;
+	}
+	dev->iface = ifc;
+	dev->node_guid = urxe_guid_from_mac(ifc.mac);
+	urxe_gid_table_build(&ifc, dev->slot.index, dev->gids, URXE_GID_TBL_LEN);
+	return 0;
+}
+
+int urxe_dev_refresh(struct urxe_dev *dev)
+{
+	int rc;
+
+	pthread_mutex_lock(&dev->lock);
+	rc = refresh_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
+	return rc;
+}
+
+static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
+{
+	struct urxe_dev *dev;
+	int rc;
+
+	if (desc->backend != URXE_BACKEND_UDP) {
+		urxe_err("%s: the %s backend is not available yet; use backend udp (urxe dev add %s netdev %s backend udp)",
+			 desc->name, urxe_backend_names[desc->backend],
+			 desc->name, desc->netdev);
+		return -EOPNOTSUPP;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->desc = *desc;
+	dev->slot.fd = -1;
+	pthread_mutex_init(&dev->lock, NULL);
+	rc = urxe_slot_claim(desc->rundir, &dev->slot);
+	if (rc)
+		goto err_free;
+	rc = refresh_locked(dev);
+	if (rc)
+		goto err_slot;
+	dev->refcnt = 1;
+	urxe_dbg("%s: instance on %s, slot %u", desc->name, desc->netdev,
+		 dev->slot.index);
+	*out = dev;
+	return 0;
+
+err_slot:
+	urxe_slot_release(&dev->slot);
+err_free:
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
+	return rc;
+}
+
+int urxe_dev_get(const struct urxe_dev_desc *desc, struct urxe_dev **out)
+{
+	struct urxe_dev *dev;
+	int rc = 0;
+
+	pthread_mutex_lock(&instances_lock);
+	for (dev = instances; dev; dev = dev->next)
+		if (!dev->dead && same_desc(&dev->desc, desc))
+			break;
+	if (dev) {
+		dev->refcnt++;
+	} else {
+		rc = dev_create(desc, &dev);
+		if (!rc) {
+			dev->next = instances;
+			instances = dev;
+		}
+	}
+	pthread_mutex_unlock(&instances_lock);
+	if (!rc)
+		*out = dev;
+	return rc;
+}
+
+void urxe_dev_put(struct urxe_dev *dev)
+{
+	struct urxe_dev **pp;
+
+	pthread_mutex_lock(&instances_lock);
+	if (--dev->refcnt > 0) {
+		pthread_mutex_unlock(&instances_lock);
+		return;
+	}
+	for (pp = &instances; *pp; pp = &(*pp)->next) {
+		if (*pp == dev) {
+			*pp = dev->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&instances_lock);
+	urxe_slot_release(&dev->slot);
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
+}
+
+void urxe_dev_after_fork_child(void)
+{
+	struct urxe_dev *dev;
+
+	/*
+	 * Only the forking thread survives: locks may be held by threads that
+	 * no longer exist, so re-initialise rather than take them.  The slot
+	 * lock stays with the parent (the description is shared); the child
+	 * just forgets its copy of the descriptor.
+	 */
+	pthread_mutex_init(&instances_lock, NULL);
+	for (dev = instances; dev; dev = dev->next) {
+		pthread_mutex_init(&dev->lock, NULL);
+		if (dev->slot.fd >= 0)
+			close(dev->slot.fd);
+		dev->slot.fd = -1;
+		dev->dead = true;
+	}
+}
+
+int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
+{
+	struct ibv_device_attr *a = &attr->orig_attr;
+	long page = sysconf(_SC_PAGESIZE);
+
+	memset(attr, 0, sizeof(*attr));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", URXE_FW_VERSION);
+	pthread_mutex_lock(&dev->lock);
+	a->node_guid = dev->node_guid;
+	pthread_mutex_unlock(&dev->lock);
+	a->sys_image_guid = a->node_guid;
+	a->max_mr_size = UINT64_MAX;
+	/* Any multiple of the system page size up to 2 GiB, as kernel rxe. */
+	a->page_size_cap = 0xfffff000u & ~((uint64_t)page - 1);
+	a->vendor_id = URXE_VENDOR_ID;
+	a->vendor_part_id = 0;
+	a->hw_ver = 0;
+	a->max_qp = 1 << URXE_QPN_INDEX_BITS;
+	a->max_qp_wr = URXE_MAX_QP_WR;
+	/* Capability bits are set as the features behind them land. */
+	a->device_cap_flags = IBV_DEVICE_SYS_IMAGE_GUID;
+	a->max_sge = URXE_MAX_SGE;
+	a->max_sge_rd = URXE_MAX_SGE;
+	a->max_cq = URXE_MAX_CQ;
+	a->max_cqe = URXE_MAX_CQE;
+	a->max_mr = URXE_MAX_MR;
+	a->max_pd = URXE_MAX_PD;
+	a->max_qp_rd_atom = URXE_MAX_RD_ATOM;
+	a->max_qp_init_rd_atom = URXE_MAX_RD_ATOM;
+	a->max_res_rd_atom = URXE_MAX_RD_ATOM * a->max_qp;
+	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->max_mcast_grp = URXE_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = URXE_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = URXE_MAX_MCAST_GRP * URXE_MAX_MCAST_QP_ATTACH;
+	a->max_ah = URXE_MAX_AH;
+	a->max_srq = 1 << URXE_QPN_INDEX_BITS;
+	a->max_srq_wr = URXE_MAX_QP_WR;
+	a->max_srq_sge = URXE_MAX_SGE;
+	a->max_pkeys = URXE_PKEY_TBL_LEN;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+	attr->phys_port_cnt_ex = 1;
+	return 0;
+}
+
+static int check_port(uint32_t port)
+{
+	return port == 1 ? 0 : -EINVAL;
+}
+
+int urxe_dev_query_port(struct urxe_dev *dev, uint32_t port,
+			struct ibv_port_attr *attr)
+{
+	unsigned int ib_mtu;
+	bool active;
+	int rc;
+
+	rc = check_port(port);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->dead)
+		refresh_locked(dev);	/* on failure: the last known state */
+	active = !dev->dead && dev->iface.up && dev->iface.running;
+	ib_mtu = urxe_mtu_for_link(dev->iface.mtu);
+	pthread_mutex_unlock(&dev->lock);
+
+	memset(attr, 0, sizeof(*attr));
+	attr->state = active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	attr->phys_state = active ? 5 /* LinkUp */ : 3 /* Disabled */;
+	attr->max_mtu = IBV_MTU_4096;
+	attr->active_mtu = ib_mtu ? (enum ibv_mtu)urxe_mtu_to_enum(ib_mtu)
+				  : IBV_MTU_256;
+	attr->gid_tbl_len = URXE_GID_TBL_LEN;
+	attr->port_cap_flags = IBV_PORT_CM_SUP;
+	attr->max_msg_sz = URXE_MAX_MSG_SZ;
+	attr->pkey_tbl_len = URXE_PKEY_TBL_LEN;
+	attr->max_vl_num = 1;
+	attr->active_width = 2;	/* 4X (IBA 14.2.5.6 PortInfo) */
+	attr->active_speed = 32;	/* EDR: 4X EDR = 100 Gb/s */
+	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
+
+int urxe_dev_query_gid(struct urxe_dev *dev, uint32_t port, uint32_t index,
+		       union ibv_gid *gid)
+{
+	static const union ibv_gid zero;
+	int rc;
+
+	rc = check_port(port);
+	if (rc)
+		return rc;
+	if (index >= URXE_GID_TBL_LEN)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	*gid = dev->gids[index];
+	pthread_mutex_unlock(&dev->lock);
+	return memcmp(gid, &zero, sizeof(zero)) ? 0 : -ENODATA;
+}
+
+int urxe_dev_query_pkey(struct urxe_dev *dev, uint32_t port, uint16_t index,
+			uint16_t *pkey)
+{
+	int rc;
+
+	(void)dev;	/* one P_Key, the default, on every device */
+	rc = check_port(port);
+	if (rc)
+		return rc;
+	if (index >= URXE_PKEY_TBL_LEN)
+		return -EINVAL;
+	*pkey = htobe16(URXE_DEFAULT_PKEY);
+	return 0;
+}

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * XRC domains (ibv_open_xrcd(3)).  fd = -1 makes a private domain; a
+ * file's descriptor names the domain of that file's inode on this device,
+ * one domain for every opener on the host, in any process.
+ *
+ * Host-wide state is one file, <rundir>/xrcd, mapped shared:
+ *   a header, then URXE_XRCD_ENTRIES entries (device, st_dev, st_ino, gen).
+ * Open file description locks on the same file carry the life of it:
+ *   byte 0      the registry mutex (write lock, blocking);
+ *   byte 1 + i  a read lock per open handle of entry i's domain.
+ * A domain exists while anyone holds a read lock on its byte, so it ends
+ * with its last close — or with the death of its last holder, without
+ * anyone cleaning up.  An entry whose byte nobody holds is free.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+#include <urxe/provider.h>
+
+#include "provider_int.h"
+
+#define XRCD_MAGIC 0x31637278u	/* "xrc1" */
+
+struct xrcd_entry {
+	uint32_t in_use;
+	uint32_t gen;
+	uint64_t st_dev;
+	uint64_t st_ino;
+	char dev[URXE_DEV_NAME_MAX];
+};
+
+struct xrcd_registry {
+	uint32_t magic;
+	uint32_t nentries;
+	uint8_t pad[56];
+	struct xrcd_entry e[URXE_XRCD_ENTRIES];
+};
+
+_Static_assert(sizeof(struct xrcd_entry) == 88, "registry entry layout");
+_Static_assert(offsetof(struct xrcd_registry, e) == 64, "registry header");
+
+static atomic_ullong private_ids = 1;
+
+static int lock_range(int fd, int cmd, short type, off_t start)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = start,
+		.l_len = 1,
+	};
+
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+/* Whether a handle other than @fd's holds entry @i's domain open. */
+static bool entry_live(int fd, int i)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = 1 + i,
+		.l_len = 1,
+	};
+
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		return true;	/* when in doubt, never reuse */
+	return fl.l_type != F_UNLCK;
+}
+
+/* Maps the registry; registry mutex held. */
+static int registry_map(int fd, struct xrcd_registry **out)
+{
+	struct xrcd_registry *reg;
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if ((size_t)st.st_size < sizeof(*reg) && ftruncate(fd, sizeof(*reg)))
+		return -errno;
+	reg = mmap(NULL, sizeof(*reg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (reg == MAP_FAILED)
+		return -errno;
+	if (reg->magic != XRCD_MAGIC) {
+		memset(reg, 0, sizeof(*reg));
+		reg->magic = XRCD_MAGIC;
+		reg->nentries = URXE_XRCD_ENTRIES;
+	}
+	*out = reg;
+	return 0;
+}
+
+static bool entry_matches(const struct xrcd_entry *e, const char *dev,
+			  const struct stat *st)
+{
+	return e->in_use && e->st_dev == st->st_dev && e->st_ino == st->st_ino &&
+	       !strncmp(e->dev, dev, sizeof(e->dev));
+}
+
+/*
+ * Finds or creates the domain of @st on @dev and takes this handle's read
+ * lock on it.  Registry mutex held.  Returns the entry index or -errno.
+ */
+static int registry_join(struct xrcd_registry *reg, int fd, const char *dev,
+			 const struct stat *st, int oflags, uint32_t *gen)
+{
+	int i, free_i = -1, rc;
+
+	for (i = 0; i < URXE_XRCD_ENTRIES; i++) {
+		struct xrcd_entry *e = &reg->e[i];
+
+		if (!e->in_use || !entry_live(fd, i)) {
+			if (free_i < 0)
+				free_i = i;
+			continue;
+		}
+		if (entry_matches(e, dev, st))
+			break;
+	}
+	if (i < URXE_XRCD_ENTRIES) {
+		if ((oflags & O_CREAT) && (oflags & O_EXCL))
+			return -EINVAL;
+	} else {
+		if (!(oflags & O_CREAT))
+			return -EAGAIN;
+		if (free_i < 0) {
+			urxe_err("all %d XRC domains of this host are in use",
+				 URXE_XRCD_ENTRIES);
+			return -ENOSPC;
+		}
+		i = free_i;
+		reg->e[i].st_dev = st->st_dev;
+		reg->e[i].st_ino = st->st_ino;
+		snprintf(reg->e[i].dev, sizeof(reg->e[i].dev), "%s", dev);
+		reg->e[i].gen++;
+		reg->e[i].in_use = 1;
+	}
+	rc = lock_range(fd, F_OFD_SETLK, F_RDLCK, 1 + i);
+	if (rc)
+		return rc;
+	*gen = reg->e[i].gen;
+	return i;
+}
+
+static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
+{
+	struct xrcd_registry *reg;
+	struct stat st;
+	uint32_t gen = 0;
+	int lfd, rc;
+
+	if (fstat(fd, &st))
+		return -EBADF;
+	lfd = urxe_rundir_open(x->dev->desc.rundir, "xrcd");
+	if (lfd < 0)
+		return lfd;
+	rc = lock_range(lfd, F_OFD_SETLKW, F_WRLCK, 0);
+	if (rc)
+		goto err_close;
+	rc = registry_map(lfd, &reg);
+	if (rc)
+		goto err_close;
+	rc = registry_join(reg, lfd, x->dev->desc.name, &st, oflags, &gen);
+	munmap(reg, sizeof(*reg));
+	if (rc < 0)
+		goto err_close;
+	lock_range(lfd, F_OFD_SETLK, F_UNLCK, 0);
+	x->entry = rc;
+	x->lock_fd = lfd;
+	x->domain_id = (uint64_t)gen << 32 | (uint32_t)rc;
+	return 0;
+
+err_close:
+	close(lfd);	/* drops the mutex too */
+	return rc;
+}
+
+int urxe_xrcd_open(struct urxe_dev *dev, struct ibv_context *ctx,
+		   const struct ibv_xrcd_init_attr *attr, struct ibv_xrcd **out)
+{
+	struct urxe_xrcd *x;
+	int rc;
+
+	if (attr->comp_mask >= IBV_XRCD_INIT_ATTR_RESERVED)
+		return -EOPNOTSUPP;
+	if (!(attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) ||
+	    !(attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS))
+		return -EINVAL;
+	if (dev->dead)
+		return -EIO;
+	if (attr->fd != -1 && fcntl(attr->fd, F_GETFD) < 0)
+		return -EBADF;
+
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->ibv.context = ctx;
+	x->dev = dev;
+	x->entry = -1;
+	x->lock_fd = -1;
+	x->file_fd = -1;
+	atomic_init(&x->users, 0);
+	if (attr->fd == -1) {
+		x->domain_id = 1ull << 63 | atomic_fetch_add(&private_ids, 1);
+		*out = &x->ibv;
+		return 0;
+	}
+	/* Holding the file keeps its inode number from being reused. */
+	x->file_fd = fcntl(attr->fd, F_DUPFD_CLOEXEC, 0);
+	if (x->file_fd < 0) {
+		rc = errno == EBADF ? -EBADF : -errno;
+		goto err_free;
+	}
+	rc = open_shared(x, attr->fd, attr->oflags);
+	if (rc)
+		goto err_file;
+	*out = &x->ibv;
+	return 0;
+
+err_file:
+	close(x->file_fd);
+err_free:
+	free(x);
+	return rc;
+}
+
+int urxe_xrcd_close(struct ibv_xrcd *ibx)
+{
+	struct urxe_xrcd *x = to_uxrcd(ibx);
+
+	if (atomic_load(&x->users) > 0)
+		return -EBUSY;
+	if (x->lock_fd >= 0) {
+		struct xrcd_registry *reg;
+
+		/* The last handle out marks the entry free. */
+		if (!lock_range(x->lock_fd, F_OFD_SETLKW, F_WRLCK, 0) &&
+		    !lock_range(x->lock_fd, F_OFD_SETLK, F_UNLCK, 1 + x->entry) &&
+		    !entry_live(x->lock_fd, x->entry) &&
+		    !registry_map(x->lock_fd, &reg)) {
+			if ((reg->e[x->entry].gen == (uint32_t)(x->domain_id >> 32)))
+				reg->e[x->entry].in_use = 0;
+			munmap(reg, sizeof(*reg));
+		}
+		close(x->lock_fd);
+	}
+	if (x->file_fd >= 0)
+		close(x->file_fd);
+	free(x);
+	return 0;
+}
