@@ -15,6 +15,7 @@ const char *const urxe_retconv_names[URXE_RET__COUNT] = {
 	[URXE_RET_MINUS1] = "-1 + errno",
 	[URXE_RET_NEGERRNO] = "negative errno",
 	[URXE_RET_POLL] = "negative on error",
+	[URXE_RET_NEGCODE] = "negative code + errno",
 	[URXE_RET_VOID] = "void",
 };
 
@@ -47,7 +48,7 @@ const struct urxe_verb_conv urxe_verb_convs[] = {
 	{ "ibv_reg_mr_iova", URXE_RET_NULL },
 	{ "ibv_reg_mr_iova2", URXE_RET_NULL },
 	{ "ibv_reg_dmabuf_mr", URXE_RET_NULL },
-	{ "ibv_rereg_mr", URXE_RET_ERRNO },
+	{ "ibv_rereg_mr", URXE_RET_NEGCODE },
 	{ "ibv_dereg_mr", URXE_RET_ERRNO },
 	{ "ibv_alloc_mw", URXE_RET_NULL },
 	{ "ibv_dealloc_mw", URXE_RET_ERRNO },

@@ -9,6 +9,7 @@
  *   URXE_RET_MINUS1    int: 0 (or a count), or -1 with errno set
  *   URXE_RET_NEGERRNO  int/ssize_t: a count, or a negative errno value
  *   URXE_RET_POLL      ibv_poll_cq: a count, or a negative value
+ *   URXE_RET_NEGCODE   ibv_rereg_mr: 0, or a negative enum code, errno set
  *   URXE_RET_VOID      nothing to report
  */
 #ifndef URXE_CORE_RETCONV_H
@@ -23,6 +24,7 @@ enum urxe_retconv {
 	URXE_RET_MINUS1,
 	URXE_RET_NEGERRNO,
 	URXE_RET_POLL,
+	URXE_RET_NEGCODE,
 	URXE_RET_VOID,
 	URXE_RET__COUNT,
 };

@@ -162,8 +162,8 @@ static const struct {
 	{ IBV_RATE_800_GBPS, 320, 850000 },
 	{ IBV_RATE_1200_GBPS, 480, 1275000 },
 };
-/* Every enum ibv_rate value but IBV_RATE_MAX (0) has a row. */
-_Static_assert(URXE_ARRAY_SIZE(rates) == IBV_RATE_1200_GBPS,
+/* A row per enum ibv_rate value: 2..24 (0 is IBV_RATE_MAX, 1 is unused). */
+_Static_assert(URXE_ARRAY_SIZE(rates) == IBV_RATE_1200_GBPS - 1,
 	       "a row for every enum ibv_rate value");
 
 URXE_EXPORT int __attribute__((const)) ibv_rate_to_mult(enum ibv_rate rate)

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The RoCEv2 invariant CRC (IBA Annex A17.3.3): CRC-32 (the Ethernet
+ * polynomial, reflected) over 8 bytes of ones standing for the LRH, the IP
+ * header with its variant fields set to ones (IPv4 TOS, TTL, checksum; IPv6
+ * traffic class, flow label, hop limit), the UDP header with its checksum
+ * set to ones, the BTH with byte 4 (FECN, BECN, reserved) set to ones, the
+ * remaining headers, payload and pad.  Stored inverted, little-endian.
+ * Streaming, so payload can come straight from registered memory.
+ */
+#ifndef URXE_ICRC_H
+#define URXE_ICRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct urxe_icrc {
+	uint32_t crc;
+};
+
+/*
+ * Starts over the IP header (@ip_len bytes: 20+ for IPv4, 40 for IPv6),
+ * the 8-byte UDP header and the 12-byte BTH.
+ */
+void urxe_icrc_begin(struct urxe_icrc *c, const uint8_t *ip, size_t ip_len,
+		     const uint8_t *udp, const uint8_t *bth);
+void urxe_icrc_update(struct urxe_icrc *c, const void *p, size_t len);
+/* The ICRC value; store it with urxe_icrc_store(). */
+uint32_t urxe_icrc_end(const struct urxe_icrc *c);
+
+static inline void urxe_icrc_store(uint8_t *p, uint32_t icrc)
+{
+	p[0] = (uint8_t)icrc;
+	p[1] = (uint8_t)(icrc >> 8);
+	p[2] = (uint8_t)(icrc >> 16);
+	p[3] = (uint8_t)(icrc >> 24);
+}
+
+static inline uint32_t urxe_icrc_load(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/*
+ * Whole-frame helper: @ip points at the IP header of a contiguous
+ * IP/UDP/BTH/.../ICRC packet of @len bytes (from the IP header on).
+ * Returns the ICRC it should carry, or 0 with *ok false if malformed.
+ */
+uint32_t urxe_icrc_frame(const uint8_t *ip, size_t len, bool *ok);
+
+#endif

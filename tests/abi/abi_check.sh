@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# abi_check.sh BUILD_LIB_DIR
+#
+# Checks that BUILD_LIB_DIR/libibverbs.so.1 is a drop-in for the system's
+# libibverbs.so.1 (Debian 12, rdma-core 44), as far as the dynamic linker
+# can tell:
+#
+#  (a) ELF identity against the system library:
+#      - SONAME is libibverbs.so.1;
+#      - the defined dynamic symbols (name@version / name@@version, with
+#        FUNC/OBJECT type) are the same set; the diff is printed if not;
+#      - the version definitions (node names, flags, parent chain) match;
+#      - verbs_allow_disassociate_destroy is a 1-byte OBJECT.
+#  (b) every Debian client we care about still links against ours with
+#      BIND_NOW semantics: `ldd -r` of the ibverbs-utils and perftest
+#      binaries, libmlx5/libefa (ibverbs-providers), librdmacm and every
+#      pyverbs extension must resolve libibverbs.so.1 to BUILD_LIB_DIR and
+#      report no missing library, version node or symbol;
+#  (c) /usr/bin/python3 can import pyverbs.device and the mlx5/efa
+#      provider modules with our library loaded (and it is ours that got
+#      mapped).
+#
+# Pieces whose package is not installed print a SKIP line and count
+# neither way.  The last line is "N passed, M failed"; the exit status is
+# 1 when M > 0, 2 on bad usage.  Needs readelf and objdump (binutils).
+# URXE_ABI_REFERENCE overrides the reference library's path.
+
+set -u
+
+if [ $# -ne 1 ] || [ ! -d "$1" ]; then
+	echo "usage: $0 BUILD_LIB_DIR" >&2
+	exit 2
+fi
+
+LIBDIR=$(cd "$1" && pwd -P)
+OURS="$LIBDIR/libibverbs.so.1"
+SYSLIB=/usr/lib/x86_64-linux-gnu
+REF=${URXE_ABI_REFERENCE:-$SYSLIB/libibverbs.so.1}
+PYTHON=/usr/bin/python3
+PYVERBS_DIR=/usr/lib/python3/dist-packages/pyverbs
+
+npass=0
+nfail=0
+
+pass() { echo "PASS  $*"; npass=$((npass + 1)); }
+fail() { echo "FAIL  $*"; nfail=$((nfail + 1)); }
+skip() { echo "SKIP  *** $* ***"; }
+# Indents detail lines under the FAIL line they explain.
+detail() { sed 's/^/        /'; }
+
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+is_elf() {
+	[ -f "$1" ] && [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]
+}
+
+# Defined dynamic symbols as "name@ver TYPE" (version nodes show as plain
+# names of type OBJECT, which is fine: both sides have them).
+defined_syms() {
+	readelf --dyn-syms -W "$1" |
+		awk 'NR > 3 && $7 != "UND" && $8 != "" { print $8, $4 }' | sort
+}
+
+# Version definitions as "flags name <- parent...", one line per node.
+verdefs() {
+	objdump -p "$1" | awk '
+		/^Version definitions:/ { in_defs = 1; next }
+		in_defs && /^$/ { exit }
+		in_defs && /^Version / { exit }
+		in_defs && /^[0-9]/ { if (line != "") print line; line = $2 " " $4; next }
+		in_defs && /^[ \t]/ { line = line " <- " $1 }
+		END { if (line != "") print line }' | sort
+}
+
+sym_field() {	# sym_field LIB NAME FIELD(readelf column)
+	readelf --dyn-syms -W "$1" |
+		awk -v n="$2" -v f="$3" '$7 != "UND" && $8 ~ "^" n "@" { print $f; exit }'
+}
+
+check_identity() {
+	local soname diff_out size type
+
+	soname=$(readelf -d "$OURS" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+	if [ "$soname" = libibverbs.so.1 ]; then
+		pass "SONAME is libibverbs.so.1"
+	else
+		fail "SONAME is '$soname', want libibverbs.so.1"
+	fi
+
+	size=$(sym_field "$OURS" verbs_allow_disassociate_destroy 3)
+	type=$(sym_field "$OURS" verbs_allow_disassociate_destroy 4)
+	if [ "$type" = OBJECT ] && [ "$size" = 1 ]; then
+		pass "verbs_allow_disassociate_destroy is a 1-byte OBJECT"
+	else
+		fail "verbs_allow_disassociate_destroy is '${type:-missing}' of size '${size:-?}', want OBJECT of 1"
+	fi
+
+	if [ ! -f "$REF" ]; then
+		skip "reference $REF absent (package libibverbs1): symbol and version comparison not run"
+		return
+	fi
+
+	diff_out=$(diff <(defined_syms "$REF") <(defined_syms "$OURS"))
+	if [ -z "$diff_out" ]; then
+		pass "dynamic symbols identical to $REF ($(defined_syms "$OURS" | wc -l) defined)"
+	else
+		fail "dynamic symbols differ from $REF (< reference, > ours):"
+		echo "$diff_out" | grep '^[<>]' | detail
+	fi
+
+	diff_out=$(diff <(verdefs "$REF") <(verdefs "$OURS"))
+	if [ -z "$diff_out" ]; then
+		pass "version definitions identical ($(verdefs "$OURS" | wc -l) incl. base)"
+	else
+		fail "version definitions differ from $REF (< reference, > ours):"
+		echo "$diff_out" | grep '^[<>]' | detail
+	fi
+}
+
+# Some pyverbs modules (enums, base, wr, ...) only use inline verbs and do
+# not link libibverbs at all; for them only the missing-anything rule holds.
+check_ldd() {	# check_ldd FILE
+	local out bad
+
+	out=$(LD_LIBRARY_PATH="$LIBDIR" ldd -r "$1" 2>&1)
+	bad=$(echo "$out" | grep -E 'not found|undefined symbol|version .* not found')
+	if [ -n "$bad" ]; then
+		fail "ldd -r $1:"
+		echo "$bad" | detail
+	elif ! echo "$out" | grep -q 'libibverbs\.so'; then
+		pass "ldd -r $1 (does not link libibverbs)"
+	elif ! echo "$out" | grep -qF "=> $OURS ("; then
+		fail "ldd -r $1: libibverbs.so.1 does not resolve to $OURS:"
+		echo "$out" | grep libibverbs | detail
+	else
+		pass "ldd -r $1"
+	fi
+}
+
+check_clients() {
+	local f
+
+	if installed ibverbs-utils; then
+		for f in $(dpkg -L ibverbs-utils | grep 'bin/'); do
+			is_elf "$f" && check_ldd "$f"
+		done
+	else
+		skip "ibverbs-utils not installed: ibv_* clients not checked"
+	fi
+
+	if installed perftest; then
+		for f in $(dpkg -L perftest); do
+			is_elf "$f" && check_ldd "$f"
+		done
+	else
+		skip "perftest not installed: ib_*_bw/lat clients not checked"
+	fi
+
+	if installed ibverbs-providers; then
+		for f in "$SYSLIB/libmlx5.so.1" "$SYSLIB/libefa.so.1"; do
+			if [ -e "$f" ]; then
+				check_ldd "$f"
+			else
+				fail "$f missing although ibverbs-providers is installed"
+			fi
+		done
+	else
+		skip "ibverbs-providers not installed: libmlx5/libefa not checked"
+	fi
+
+	if [ -e "$SYSLIB/librdmacm.so.1" ]; then
+		check_ldd "$SYSLIB/librdmacm.so.1"
+	else
+		skip "librdmacm1 not installed: librdmacm.so.1 not checked"
+	fi
+
+	if [ -d "$PYVERBS_DIR" ]; then
+		while IFS= read -r f; do
+			check_ldd "$f"
+		done < <(find "$PYVERBS_DIR" -name '*.so' | sort)
+	else
+		skip "python3-pyverbs not installed: pyverbs extensions not checked"
+	fi
+}
+
+check_pyverbs_import() {
+	local out
+	local mods='pyverbs.device, pyverbs.providers.mlx5.mlx5dv, pyverbs.providers.efa.efadv'
+
+	if [ ! -d "$PYVERBS_DIR" ] || [ ! -x "$PYTHON" ]; then
+		skip "python3-pyverbs or $PYTHON absent: import not checked"
+		return
+	fi
+	# Also print which libibverbs got mapped, to be sure it is ours.
+	if ! out=$(LD_LIBRARY_PATH="$LIBDIR" "$PYTHON" -c "
+import $mods
+maps = open('/proc/self/maps').read().split('\n')
+print(sorted({l.split()[-1] for l in maps if 'libibverbs.so' in l}))
+" 2>&1); then
+		fail "$PYTHON -c 'import $mods':"
+		echo "$out" | tail -5 | detail
+	elif ! echo "$out" | grep -qF "'$LIBDIR/libibverbs.so.1"; then
+		fail "import $mods loaded another libibverbs: $out"
+	else
+		pass "$PYTHON -c 'import $mods'"
+	fi
+}
+
+if [ ! -e "$OURS" ]; then
+	fail "$OURS does not exist"
+else
+	check_identity
+	check_clients
+	check_pyverbs_import
+fi
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Wire codec: the derived opcode table (header offsets and lengths), BTH
+ * and extension header round trips, 24-bit PSN arithmetic, and the ICRC
+ * against frames captured from Linux's kernel Soft-RoCE (tests/vectors).
+ */
+#include <check.h>
+#include <pcap/pcap.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hdr.h"
+#include "icrc.h"
+#include "opcode.h"
+#include "psn.h"
+
+#ifndef URXE_VECTORS
+#define URXE_VECTORS "tests/vectors"
+#endif
+
+static const struct {
+	uint8_t opcode;
+	const char *name;
+	uint8_t hdr_len;
+	int hdr;		/* one header to check the offset of, or -1 */
+	uint8_t off;
+} op_cases[] = {
+	{ 0x04, "SEND_ONLY", 12, -1, 0 },
+	{ 0x05, "SEND_ONLY_WITH_IMMEDIATE", 16, URXE_HDR_IMMDT, 12 },
+	{ 0x0a, "RDMA_WRITE_ONLY", 28, URXE_HDR_RETH, 12 },
+	{ 0x0b, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", 32, URXE_HDR_IMMDT, 28 },
+	{ 0x0c, "RDMA_READ_REQUEST", 28, URXE_HDR_RETH, 12 },
+	{ 0x0d, "RDMA_READ_RESPONSE_FIRST", 16, URXE_HDR_AETH, 12 },
+	{ 0x0e, "RDMA_READ_RESPONSE_MIDDLE", 12, -1, 0 },
+	{ 0x11, "ACKNOWLEDGE", 16, URXE_HDR_AETH, 12 },
+	{ 0x12, "ATOMIC_ACKNOWLEDGE", 24, URXE_HDR_ATMACK, 16 },
+	{ 0x13, "COMPARE_SWAP", 40, URXE_HDR_ATMETH, 12 },
+	{ 0x14, "FETCH_ADD", 40, URXE_HDR_ATMETH, 12 },
+	{ 0x17, "SEND_ONLY_WITH_INVALIDATE", 16, URXE_HDR_IETH, 12 },
+	{ 0x24, "SEND_ONLY", 12, -1, 0 },			/* UC */
+	{ 0x2b, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", 32, URXE_HDR_RETH, 12 },
+	{ 0x64, "SEND_ONLY", 20, URXE_HDR_DETH, 12 },		/* UD */
+	{ 0x65, "SEND_ONLY_WITH_IMMEDIATE", 24, URXE_HDR_IMMDT, 20 },
+	{ 0xa4, "SEND_ONLY", 16, URXE_HDR_XRCETH, 12 },		/* XRC */
+	{ 0xaa, "RDMA_WRITE_ONLY", 32, URXE_HDR_RETH, 16 },
+	{ 0xab, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", 36, URXE_HDR_IMMDT, 32 },
+	{ 0xb3, "COMPARE_SWAP", 44, URXE_HDR_ATMETH, 16 },
+	{ 0xb1, "ACKNOWLEDGE", 16, URXE_HDR_AETH, 12 },		/* no XRCETH */
+	{ 0xad, "RDMA_READ_RESPONSE_FIRST", 16, URXE_HDR_AETH, 12 },
+};
+
+START_TEST(opcode_layout)
+{
+	const struct urxe_opinfo *e = urxe_opinfo(op_cases[_i].opcode);
+
+	ck_assert_msg(e->flags & URXE_F_VALID, "opcode 0x%02x undefined",
+		      op_cases[_i].opcode);
+	ck_assert_str_eq(e->name, op_cases[_i].name);
+	ck_assert_uint_eq(e->hdr_len, op_cases[_i].hdr_len);
+	if (op_cases[_i].hdr >= 0) {
+		ck_assert(e->hdrs & URXE_HDR_BIT(op_cases[_i].hdr));
+		ck_assert_uint_eq(e->off[op_cases[_i].hdr], op_cases[_i].off);
+	}
+}
+END_TEST
+
+START_TEST(opcode_undefined)
+{
+	/* UC has no READ/atomics/ACKs, UD only SEND_ONLY(+IMM), RD none. */
+	static const uint8_t undef[] = { 0x15, 0x2c, 0x31, 0x33, 0x60, 0x66,
+					 0x6a, 0x44, 0xb5, 0xff, 0xe0 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(undef); i++)
+		ck_assert_msg(!(urxe_opinfo(undef[i])->flags & URXE_F_VALID),
+			      "opcode 0x%02x should be undefined", undef[i]);
+}
+END_TEST
+
+START_TEST(opcode_xrceth_requests_only)
+{
+	unsigned int op;
+
+	for (op = 0; op < 0x20; op++) {
+		const struct urxe_opinfo *e = urxe_opinfo((uint8_t)(0xa0 | op));
+
+		if (!(e->flags & URXE_F_VALID))
+			continue;
+		ck_assert_int_eq(!!(e->hdrs & URXE_HDR_BIT(URXE_HDR_XRCETH)),
+				 !!(e->flags & URXE_F_REQ));
+		ck_assert_uint_eq(e->hdr_len, urxe_opinfo((uint8_t)op)->hdr_len +
+				  ((e->flags & URXE_F_REQ) ? URXE_XRCETH_LEN : 0));
+	}
+}
+END_TEST
+
+START_TEST(bth_roundtrip)
+{
+	struct urxe_bth in = {
+		.opcode = 0x0a, .se = 1, .mig = 1, .pad = 3, .tver = 0,
+		.pkey = 0xffff, .fecn = 0, .becn = 1, .dqpn = 0x12345,
+		.ackreq = 1, .psn = 0xfedcba,
+	}, out;
+	uint8_t p[URXE_BTH_LEN];
+
+	urxe_bth_put(p, &in);
+	ck_assert_uint_eq(p[1], 0xf0);
+	ck_assert_uint_eq(p[8], 0x80);
+	urxe_bth_get(p, &out);
+	ck_assert_uint_eq(out.opcode, in.opcode);
+	ck_assert(out.se == 1 && out.mig == 1 && out.pad == 3 && out.tver == 0);
+	ck_assert_uint_eq(out.pkey, in.pkey);
+	ck_assert(out.fecn == 0 && out.becn == 1 && out.ackreq == 1);
+	ck_assert_uint_eq(out.dqpn, in.dqpn);
+	ck_assert_uint_eq(out.psn, in.psn);
+}
+END_TEST
+
+START_TEST(reth_atmeth_roundtrip)
+{
+	struct urxe_reth r = { 0x0102030405060708ull, 0xa1b2c3d4, 65536 }, r2;
+	struct urxe_atmeth a = { 0x1000, 0x77, 0xdeadbeefcafef00dull, 42 }, a2;
+	uint8_t p[URXE_ATMETH_LEN];
+
+	urxe_reth_put(p, &r);
+	ck_assert_uint_eq(p[0], 0x01);
+	urxe_reth_get(p, &r2);
+	ck_assert(r.va == r2.va && r.rkey == r2.rkey && r.len == r2.len);
+	urxe_atmeth_put(p, &a);
+	urxe_atmeth_get(p, &a2);
+	ck_assert(a.va == a2.va && a.rkey == a2.rkey &&
+		  a.swap_add == a2.swap_add && a.cmp == a2.cmp);
+}
+END_TEST
+
+START_TEST(psn_arith)
+{
+	ck_assert_uint_eq(urxe_psn_add(0xffffff, 1), 0);
+	ck_assert_uint_eq(urxe_psn_add(0xfffffe, 5), 3);
+	ck_assert_int_eq(urxe_psn_diff(3, 0xfffffe), 5);
+	ck_assert_int_eq(urxe_psn_diff(0xfffffe, 3), -5);
+	ck_assert(urxe_psn_before(0xffffff, 0));
+	ck_assert(!urxe_psn_before(0, 0xffffff));
+	ck_assert(!urxe_psn_before(7, 7));
+	ck_assert_int_eq(urxe_psn_diff(0x800000, 0), -0x800000);
+	ck_assert_int_eq(urxe_psn_diff(0x7fffff, 0), 0x7fffff);
+}
+END_TEST
+
+/* Every frame kernel rxe sent carries the ICRC we compute for it. */
+START_TEST(icrc_kernel_vectors)
+{
+	char errbuf[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *h;
+	const u_char *data;
+	unsigned int n = 0, good = 0;
+	pcap_t *p;
+
+	p = pcap_open_offline(URXE_VECTORS "/kernel-rxe-rc-send.pcap", errbuf);
+	ck_assert_msg(p, "%s", errbuf);
+	while (pcap_next_ex(p, &h, &data) == 1) {
+		bool ok;
+		uint32_t icrc;
+
+		ck_assert_uint_gt(h->caplen, 14 + 20 + 8 + 12 + 4);
+		icrc = urxe_icrc_frame(data + 14, h->caplen - 14, &ok);
+		ck_assert(ok);
+		n++;
+		good += icrc == urxe_icrc_load(data + h->caplen - 4);
+	}
+	pcap_close(p);
+	ck_assert_uint_eq(n, 80);
+	ck_assert_uint_eq(good, n);
+}
+END_TEST
+
+/* A flipped bit anywhere outside the masked fields changes the ICRC. */
+START_TEST(icrc_covers_invariant_fields)
+{
+	uint8_t f[20 + 8 + 12 + 8 + 4] = { 0x45 };
+	uint32_t base, c;
+	unsigned int bit;
+	bool ok;
+
+	f[9] = 17;
+	f[20 + 3] = 0xb7;	/* dport 4791 */
+	f[20 + 2] = 0x12;
+	base = urxe_icrc_frame(f, sizeof(f), &ok);
+	ck_assert(ok);
+	for (bit = 0; bit < (sizeof(f) - 4) * 8; bit++) {
+		unsigned int byte = bit / 8;
+		bool masked = byte == 1 || byte == 8 || byte == 10 || byte == 11 ||
+			      byte == 26 || byte == 27 || byte == 32;
+
+		f[byte] ^= (uint8_t)(1u << (bit % 8));
+		c = urxe_icrc_frame(f, sizeof(f), &ok);
+		f[byte] ^= (uint8_t)(1u << (bit % 8));
+		if (byte == 0 && bit % 8 >= 4)
+			continue;	/* version nibble: IPv6 path */
+		if (masked)
+			ck_assert_uint_eq(c, base);
+		else
+			ck_assert_msg(c != base, "bit %u not covered", bit);
+	}
+}
+END_TEST
+
+static Suite *wire_suite(void)
+{
+	Suite *s = suite_create("wire");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_loop_test(tc, opcode_layout, 0,
+			    sizeof(op_cases) / sizeof(op_cases[0]));
+	tcase_add_test(tc, opcode_undefined);
+	tcase_add_test(tc, opcode_xrceth_requests_only);
+	tcase_add_test(tc, bth_roundtrip);
+	tcase_add_test(tc, reth_atmeth_roundtrip);
+	tcase_add_test(tc, psn_arith);
+	tcase_add_test(tc, icrc_kernel_vectors);
+	tcase_add_test(tc, icrc_covers_invariant_fields);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(wire_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
