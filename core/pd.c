@@ -9,8 +9,11 @@
 URXE_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	struct ibv_pd *pd = NULL;
+	int rc;
 
-	return urxe_ret_null(urxe_pd_alloc(ctx_dev(context), context, &pd), pd);
+	/* Two statements: argument evaluation order is unspecified. */
+	rc = urxe_pd_alloc(ctx_dev(context), context, &pd);
+	return urxe_ret_null(rc, pd);
 }
 
 URXE_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)

@@ -6,6 +6,8 @@
 #include <isa-l/crc.h>
 #include <string.h>
 
+#include <urxe/engine.h>
+
 #include "hdr.h"
 #include "icrc.h"
 
@@ -78,4 +80,215 @@ uint32_t urxe_icrc_frame(const uint8_t *ip, size_t len, bool *ok)
 	urxe_icrc_update(&c, ip + hdrs, len - hdrs - URXE_ICRC_LEN);
 	*ok = true;
 	return urxe_icrc_end(&c);
+}
+
+static bool gid_is_v4(const uint8_t *g)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(g, prefix, sizeof(prefix));
+}
+
+size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
+			    const uint8_t *dst, uint16_t sport, uint16_t dport,
+			    uint32_t roce_len, uint16_t ip_id, bool df)
+{
+	uint32_t udp_len = UDP_HDR_LEN + roce_len;
+	size_t ip_len;
+
+	if (gid_is_v4(src) && gid_is_v4(dst)) {
+		ip_len = IPV4_MIN_HDR_LEN;
+		memset(buf, 0, ip_len);
+		buf[0] = 0x45;
+		urxe_put16(buf + 2, (uint16_t)(ip_len + udp_len));
+		urxe_put16(buf + 4, ip_id);
+		buf[6] = df ? 0x40 : 0;
+		buf[9] = 17;			/* UDP */
+		memcpy(buf + 12, src + 12, 4);
+		memcpy(buf + 16, dst + 12, 4);
+	} else {
+		ip_len = IPV6_HDR_LEN;
+		memset(buf, 0, ip_len);
+		buf[0] = 0x60;
+		urxe_put16(buf + 4, (uint16_t)udp_len);
+		buf[6] = 17;			/* next header: UDP */
+		memcpy(buf + 8, src, 16);
+		memcpy(buf + 24, dst, 16);
+	}
+	urxe_put16(buf + ip_len, sport);
+	urxe_put16(buf + ip_len + 2, dport);
+	urxe_put16(buf + ip_len + 4, (uint16_t)udp_len);
+	urxe_put16(buf + ip_len + 6, 0);
+	return ip_len;
+}
+
+uint32_t urxe_icrc_tx(const uint8_t *src, const uint8_t *dst, uint16_t sport,
+		      const uint8_t *roce, uint32_t len)
+{
+	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
+	struct urxe_icrc c;
+	size_t ip_len;
+
+	ip_len = urxe_icrc_pseudo_hdr(ph, src, dst, sport, URXE_ROCE_UDP_PORT,
+				      len + URXE_ICRC_LEN, 0, true);
+	urxe_icrc_begin(&c, ph, ip_len, ph + ip_len, roce);
+	urxe_icrc_update(&c, roce + URXE_BTH_LEN, len - URXE_BTH_LEN);
+	return urxe_icrc_end(&c);
+}
+
+/*
+ * IPv4 through a UDP socket: the ICRC covers the IP ID and the DF bit,
+ * which the socket does not show.  The CRC is affine in them: with m0 the
+ * packet as if ID = 0 and DF = 0, crc(m0 ^ d) = crc(m0) ^ L(d), L linear
+ * in the 17 unknown bits.  So solve L(d) = icrc ^ crc(m0) over GF(2): the
+ * 17 columns of L are independent (a CRC-32 tells apart any change within
+ * 32 consecutive bits), so the solution, if any, is unique.  It is then
+ * accepted only if plausible: DF set, and the ID 0 (urxe peers; Linux
+ * sends ID 0 with IP_PMTUDISC_DO) or just after the last ID seen from
+ * that source (kernel rxe increments it).  That keeps the check close to a
+ * full 32-bit one while accepting what kernel rxe sends.
+ */
+#define ID_BITS 17			/* 16 ID bits, then DF */
+#define ID_STREAM_OFF (8 + 4)		/* LRH ones, then IPv4 byte 4 */
+#define ID_WINDOW 4096
+
+struct id_basis {
+	uint32_t len;			/* stream length it was built for */
+	uint32_t vec[ID_BITS];		/* reduced basis vectors */
+	uint32_t comb[ID_BITS];		/* which unknown bits make each */
+	int nvec;
+};
+
+struct id_seen {
+	uint32_t src;
+	uint16_t last_id;
+	bool used;
+};
+
+static __thread struct id_basis basis_cache[4];
+static __thread unsigned int basis_next;
+static __thread struct id_seen seen[64];
+
+/* CRC of a zero stream of @stream_len bytes with unknown bit @bit set. */
+static uint32_t crc_bit_stream(uint32_t stream_len, int bit)
+{
+	static const uint8_t zeros[4096];
+	uint8_t head[16] = { 0 };
+	uint32_t crc, left;
+
+	if (bit >= 16)
+		head[ID_STREAM_OFF + 2] = 0x40;			/* DF */
+	else if (bit >= 0)	/* the ID is big-endian: bit j of byte 12 + !(j / 8) */
+		head[ID_STREAM_OFF + (bit < 8)] = (uint8_t)(1u << (bit % 8));
+	crc = crc32_gzip_refl(0, head, sizeof(head));
+	for (left = stream_len - sizeof(head); left;) {
+		uint32_t n = left < sizeof(zeros) ? left : (uint32_t)sizeof(zeros);
+
+		crc = crc32_gzip_refl(crc, zeros, n);
+		left -= n;
+	}
+	return crc;
+}
+
+static const struct id_basis *id_basis_for(uint32_t stream_len)
+{
+	struct id_basis *b;
+	uint32_t zero;
+	int j, k;
+
+	for (k = 0; k < 4; k++)
+		if (basis_cache[k].len == stream_len)
+			return &basis_cache[k];
+	b = &basis_cache[basis_next++ % 4];
+	b->len = stream_len;
+	b->nvec = 0;
+	zero = crc_bit_stream(stream_len, -1);
+	for (j = 0; j < ID_BITS; j++) {
+		uint32_t v = crc_bit_stream(stream_len, j) ^ zero, c = 1u << j;
+
+		for (k = 0; k < b->nvec; k++) {
+			if ((v ^ b->vec[k]) < v) {
+				v ^= b->vec[k];
+				c ^= b->comb[k];
+			}
+		}
+		if (!v)
+			continue;
+		/* Keep the basis sorted by leading bit, highest first. */
+		for (k = b->nvec; k > 0 && b->vec[k - 1] < v; k--) {
+			b->vec[k] = b->vec[k - 1];
+			b->comb[k] = b->comb[k - 1];
+		}
+		b->vec[k] = v;
+		b->comb[k] = c;
+		b->nvec++;
+	}
+	return b;
+}
+
+static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
+{
+	const struct id_basis *b = id_basis_for(stream_len);
+	uint32_t c = 0;
+	int k;
+
+	for (k = 0; k < b->nvec; k++) {
+		if ((target ^ b->vec[k]) < target) {
+			target ^= b->vec[k];
+			c ^= b->comb[k];
+		}
+	}
+	*bits = c;
+	return target == 0;
+}
+
+static bool id_plausible(uint32_t src, uint16_t id)
+{
+	struct id_seen *s = &seen[(src * 2654435761u) >> 26];
+	bool ok;
+
+	if (!s->used || s->src != src)
+		ok = true;		/* first packet from this source */
+	else
+		ok = id == 0 || (uint16_t)(id - s->last_id) - 1u < ID_WINDOW;
+	if (ok && id) {
+		s->used = true;
+		s->src = src;
+		s->last_id = id;
+	}
+	return ok;
+}
+
+bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
+			const struct urxe_rx_meta *meta)
+{
+	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
+	uint32_t want = urxe_icrc_load(roce + len - URXE_ICRC_LEN), bits;
+	struct urxe_icrc c;
+	size_t ip_len = 0;
+	uint32_t got;
+
+	if (meta->ip_hdr_known) {
+		urxe_icrc_begin(&c, meta->ip, meta->ip_len, meta->ip + meta->ip_len,
+				roce);
+	} else {
+		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
+					      meta->sport, meta->dport, len, 0,
+					      true);
+		urxe_icrc_begin(&c, ph, ip_len, ph + ip_len, roce);
+	}
+	urxe_icrc_update(&c, roce + URXE_BTH_LEN,
+			 len - URXE_BTH_LEN - URXE_ICRC_LEN);
+	got = urxe_icrc_end(&c);
+	if (got == want)
+		return true;	/* exact, or IPv4 with ID 0 and DF: urxe peers */
+	if (meta->ip_hdr_known || ip_len != IPV4_MIN_HDR_LEN)
+		return false;
+	/* got assumed DF set: the solution's DF bit must come out clear. */
+	if (!id_solve(len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN - URXE_ICRC_LEN,
+		      got ^ want, &bits))
+		return false;
+	if (bits & (1u << 16))
+		return false;	/* DF clear: not what RoCE senders do */
+	return id_plausible(urxe_get32(meta->sgid.raw + 12), (uint16_t)bits);
 }

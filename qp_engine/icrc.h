@@ -50,4 +50,27 @@ static inline uint32_t urxe_icrc_load(const uint8_t *p)
  */
 uint32_t urxe_icrc_frame(const uint8_t *ip, size_t len, bool *ok);
 
+/*
+ * The IP and UDP headers a RoCE packet of @roce_len bytes (BTH .. ICRC)
+ * between @src and @dst (16-byte GIDs; IPv4 when both are IPv4-mapped)
+ * travels in, as far as the ICRC sees them: IPv4 ID @ip_id, DF @df.
+ * Writes IP + UDP into @buf (68 bytes room); returns the IP header length.
+ */
+size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
+			    const uint8_t *dst, uint16_t sport, uint16_t dport,
+			    uint32_t roce_len, uint16_t ip_id, bool df);
+
+/* ICRC of a packet to send from its pseudo headers and RoCE bytes. */
+uint32_t urxe_icrc_tx(const uint8_t *src, const uint8_t *dst, uint16_t sport,
+		      const uint8_t *roce, uint32_t roce_len_without_icrc);
+
+struct urxe_rx_meta;
+/*
+ * Checks the ICRC of a received packet (@roce = BTH .. ICRC).  With the IP
+ * header at hand (packet backend) the check is exact; from a UDP socket the
+ * IPv4 ID is unknown and is solved for (see icrc.c).
+ */
+bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
+			const struct urxe_rx_meta *meta);
+
 #endif

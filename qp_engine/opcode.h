@@ -96,6 +96,11 @@ static inline enum urxe_transport urxe_opcode_transport(uint8_t opcode)
 	return (enum urxe_transport)(opcode & 0xe0);
 }
 
+static inline enum urxe_op urxe_opcode_op(uint8_t opcode)
+{
+	return (enum urxe_op)(opcode & 0x1f);
+}
+
 static inline uint8_t urxe_opcode(enum urxe_transport t, enum urxe_op op)
 {
 	return (uint8_t)(t | op);

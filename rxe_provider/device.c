@@ -83,6 +83,9 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	rc = refresh_locked(dev);
 	if (rc)
 		goto err_slot;
+	rc = urxe_dev_transport_init(dev);
+	if (rc)
+		goto err_slot;
 	dev->refcnt = 1;
 	urxe_dbg("%s: instance on %s, slot %u", desc->name, desc->netdev,
 		 dev->slot.index);
@@ -137,6 +140,7 @@ void urxe_dev_put(struct urxe_dev *dev)
 		}
 	}
 	pthread_mutex_unlock(&instances_lock);
+	urxe_dev_transport_fini(dev);
 	urxe_slot_release(&dev->slot);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
@@ -155,9 +159,15 @@ void urxe_dev_after_fork_child(void)
 	pthread_mutex_init(&instances_lock, NULL);
 	for (dev = instances; dev; dev = dev->next) {
 		pthread_mutex_init(&dev->lock, NULL);
+		pthread_mutex_init(&dev->bind_lock, NULL);
 		if (dev->slot.fd >= 0)
 			close(dev->slot.fd);
 		dev->slot.fd = -1;
+		/* The parent owns the sockets; the engine thread stayed there. */
+		if (dev->udp)
+			urxe_udp_close(dev->udp);
+		dev->udp = NULL;
+		dev->nudp_fds = 0;
 		dev->dead = true;
 	}
 }
@@ -243,6 +253,7 @@ int urxe_dev_query_port(struct urxe_dev *dev, uint32_t port,
 	attr->active_width = 2;	/* 4X (IBA 14.2.5.6 PortInfo) */
 	attr->active_speed = 32;	/* EDR: 4X EDR = 100 Gb/s */
 	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	attr->flags = IBV_QPF_GRH_REQUIRED;	/* RoCE: every path needs a GRH */
 	return 0;
 }
 

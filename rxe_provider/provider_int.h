@@ -10,9 +10,12 @@
 #include <endian.h>
 #include <stdio.h>
 
+#include <urxe/provider.h>
+
 #define URXE_FW_VERSION "urxe 0.1.0"
 #define URXE_MAX_QP_WR 16384
 #define URXE_MAX_SGE 32
+#define URXE_MAX_INLINE 256	/* bytes of IBV_SEND_INLINE data per WR */
 #define URXE_MAX_CQ 16384
 #define URXE_MAX_CQE 32767
 #define URXE_MAX_MR 262144
@@ -23,7 +26,40 @@
 #define URXE_MAX_AH 32768
 #define URXE_MAX_MSG_SZ 0x80000000u	/* 2 GiB, the IBA maximum message */
 
+/* transport.c: the engine and sockets of an instance. */
+struct urxe_dev;
+int urxe_dev_transport_init(struct urxe_dev *dev);
+void urxe_dev_transport_fini(struct urxe_dev *dev);
+
 /* xrcd.c: the host-wide registry of XRC domains (file "xrcd"). */
 #define URXE_XRCD_ENTRIES 4096
+
+/*
+ * ah.c: a validated RoCE path, what an AH or a QP's primary AV resolves
+ * to: port 1, a GRH, a source GID that exists, both GIDs of one family.
+ */
+struct urxe_path {
+	union ibv_gid dgid;
+	union ibv_gid sgid;
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint32_t flow_label;
+};
+
+int urxe_av_resolve(struct urxe_dev *dev, const struct ibv_ah_attr *av,
+		    struct urxe_path *out);
+
+/*
+ * qp_state.c: the transitions of ibv_modify_qp(3).  Whether @mask suits
+ * the transition @cur -> @next of a QP of @type (IBA 11.2.5.2); the masks
+ * a transition requires and allows (-1: no such transition), for logs.
+ */
+extern const char *const urxe_qp_state_names[IBV_QPS_ERR + 1];
+bool urxe_qp_mask_ok(enum ibv_qp_state cur, enum ibv_qp_state next,
+		     enum ibv_qp_type type, int mask);
+int urxe_qp_mask_required(enum ibv_qp_state cur, enum ibv_qp_state next,
+			  enum ibv_qp_type type);
+int urxe_qp_mask_optional(enum ibv_qp_state cur, enum ibv_qp_state next,
+			  enum ibv_qp_type type);
 
 #endif

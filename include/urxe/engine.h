@@ -1,11 +1,33 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Contract of the transport engine (qp_engine/).  So far: the wire facts
- * the device model needs — how much of a link's MTU a RoCEv2 packet may
- * fill.
+ * Contract of the transport engine (qp_engine/) toward the provider.
+ *
+ * The engine owns the transport: work queues, completion rings, the key
+ * table of registered memory, the QP table, and the requester, responder
+ * and completer that turn work requests into RoCEv2 packets and back.  It
+ * never touches a socket: frames leave through struct urxe_engine_ops and
+ * arrive through urxe_engine_input(); time comes from ops->now.  Driven
+ * single-threaded with a fake clock and a capturing xmit, it is
+ * deterministic (tests, fuzzer).
+ *
+ * Locking: one progress lock per engine covers the transport state of
+ * every QP.  Application threads post work under the queue's own lock and
+ * then try the progress lock (urxe_engine_kick); whoever holds it also
+ * does the work others flagged meanwhile.
+ *
+ * All functions return 0 or a negative errno unless said otherwise.
  */
 #ifndef URXE_ENGINE_H
 #define URXE_ENGINE_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* ---- wire facts the device model needs ---- */
 
 /*
  * Bytes of every RoCEv2 packet that are not IB payload, at most: IPv6 (40)
@@ -20,5 +42,298 @@ unsigned int urxe_mtu_for_link(unsigned int link_mtu);
 /* 256 -> 1, 512 -> 2, ... 4096 -> 5 (IBA enum values); 0 for others. */
 int urxe_mtu_to_enum(unsigned int bytes);
 unsigned int urxe_mtu_from_enum(int mtu_enum);
+
+/* QPNs and SRQNs are slot << 14 | index: the slot is in every number. */
+#define URXE_QPN_INDEX_BITS 14
+
+/* ---- registered memory ---- */
+
+/* What a key names: a range of this process's memory. */
+struct urxe_mem {
+	uint64_t iova;		/* first byte as work requests address it */
+	uint8_t *addr;		/* first byte in this process */
+	uint64_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	unsigned int access;	/* IBV_ACCESS_* */
+	uint32_t pd;		/* keys work only within their PD */
+	atomic_int refs;	/* the key table's, plus one per user */
+};
+
+/* ---- work queues ---- */
+
+struct urxe_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum urxe_wqe_state {
+	URXE_WQE_POSTED,	/* not yet started */
+	URXE_WQE_SENDING,	/* some packets sent */
+	URXE_WQE_SENT,		/* all packets sent, waiting for the ACK */
+	URXE_WQE_DONE,		/* completed, not yet retired */
+};
+
+struct urxe_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags;	/* IBV_SEND_* */
+	uint32_t imm_inv;		/* imm_data (wire order) or rkey */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add;
+	uint64_t swap;
+	/* UD: the destination, resolved from the AH at post time. */
+	union ibv_gid dgid;
+	union ibv_gid sgid;		/* zero: the device's GID 0 */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint32_t length;		/* bytes of payload */
+	uint32_t num_sge;		/* 0 with IBV_SEND_INLINE */
+	/* transport bookkeeping, under the progress lock */
+	enum urxe_wqe_state state;
+	uint32_t first_psn;
+	uint32_t last_psn;
+	uint32_t sent;			/* payload bytes already sent */
+	uint32_t rcvd;			/* READ: response bytes placed */
+	enum ibv_wc_status status;
+	/* then num_sge struct urxe_sge, or the inline data */
+	struct urxe_sge sge[];
+};
+
+struct urxe_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length;		/* sum of the SGEs */
+	struct urxe_sge sge[];
+};
+
+/*
+ * A ring of fixed-size slots.  Indices run free; slot = index & mask.
+ * prod is written by the poster (under lock), read by the engine.
+ */
+struct urxe_wq {
+	uint8_t *buf;
+	uint32_t stride;		/* bytes per slot */
+	uint32_t mask;			/* slots - 1 (a power of two) */
+	uint32_t max_wr;		/* what the application may post */
+	uint32_t max_sge;
+	uint32_t max_inline;
+	pthread_spinlock_t lock;	/* posters */
+	_Atomic uint32_t prod;
+	_Atomic uint32_t cons;		/* retired: slots free again */
+};
+
+static inline void *urxe_wq_slot(struct urxe_wq *q, uint32_t idx)
+{
+	return q->buf + (size_t)(idx & q->mask) * q->stride;
+}
+
+int urxe_wq_init(struct urxe_wq *q, uint32_t max_wr, uint32_t max_sge,
+		 uint32_t max_inline, size_t hdr_size);
+void urxe_wq_fini(struct urxe_wq *q);
+
+/* ---- completion rings ---- */
+
+struct urxe_cq_ring {
+	pthread_spinlock_t lock;
+	struct ibv_wc *wc;
+	uint32_t mask;
+	uint32_t cqe;			/* what the application asked for */
+	_Atomic uint32_t prod;
+	_Atomic uint32_t cons;
+	bool overflow;
+	/* IBV_CQ notification: 0 disarmed, 1 next completion, 2 solicited */
+	int armed;
+	/* Called (ring lock not held) when an armed ring gets a completion. */
+	void (*notify)(struct urxe_cq_ring *ring);
+	/* Called once when the ring overflows (IBV_EVENT_CQ_ERR). */
+	void (*overrun)(struct urxe_cq_ring *ring);
+};
+
+int urxe_cq_ring_init(struct urxe_cq_ring *r, uint32_t cqe);
+void urxe_cq_ring_fini(struct urxe_cq_ring *r);
+/* Adds a completion; false (and overrun) if the ring was full. */
+bool urxe_cq_push(struct urxe_cq_ring *r, const struct ibv_wc *wc,
+		  bool solicited);
+/* Takes up to @n completions; returns how many. */
+int urxe_cq_pop(struct urxe_cq_ring *r, int n, struct ibv_wc *wc);
+static inline bool urxe_cq_empty(struct urxe_cq_ring *r)
+{
+	return atomic_load_explicit(&r->prod, memory_order_acquire) ==
+	       atomic_load_explicit(&r->cons, memory_order_relaxed);
+}
+
+/* ---- queue pairs ---- */
+
+struct urxe_engine;
+
+/* Attributes the transport uses, set by modify_qp (provider-validated). */
+struct urxe_qp_attr {
+	enum ibv_qp_state state;
+	uint32_t dest_qpn;
+	uint32_t sq_psn;
+	uint32_t rq_psn;
+	uint32_t qkey;
+	unsigned int access;		/* IBV_ACCESS_REMOTE_* allowed */
+	unsigned int path_mtu;		/* bytes */
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint16_t pkey;
+	/* primary path */
+	union ibv_gid dgid;
+	union ibv_gid sgid;
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint32_t flow_label;
+	unsigned int port_mtu;		/* bytes: UD messages at most this */
+};
+
+/* A READ or atomic the responder answered, kept for replay. */
+struct urxe_rd_res {
+	bool valid;
+	bool atomic;
+	uint32_t first_psn;
+	uint32_t last_psn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+	uint64_t orig;			/* atomic: the value returned */
+};
+
+struct urxe_eqp {
+	struct urxe_engine *eng;
+	uint32_t qpn;
+	enum ibv_qp_type type;
+	uint32_t pd;			/* PD handle for key checks */
+	bool sq_sig_all;
+	struct urxe_wq sq;
+	struct urxe_wq rq;		/* unused with an SRQ */
+	struct urxe_cq_ring *scq;
+	struct urxe_cq_ring *rcq;
+	struct urxe_qp_attr attr;	/* under the progress lock */
+	uint16_t sport;			/* UDP source port (flow hash) */
+	/* requester */
+	uint32_t sq_next;		/* next WQE to start */
+	uint32_t psn;			/* next PSN to send */
+	uint32_t rd_outstanding;	/* READs/atomics in flight */
+	uint32_t unacked_pkts;		/* since the last AckReq */
+	uint32_t resp_pkts;		/* READ response packets awaited */
+	/* completer */
+	uint32_t sq_comp;		/* oldest WQE not completed */
+	uint32_t acked_psn;		/* next PSN not yet acknowledged */
+	uint64_t retx_deadline;		/* 0: no transport timer armed */
+	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
+	uint8_t retries_left;
+	uint8_t rnr_left;
+	/* responder */
+	uint32_t epsn;			/* expected PSN */
+	uint32_t msn;
+	uint32_t rq_cur;		/* receive WQE being filled (multi-packet SEND) */
+	bool rq_active;
+	uint32_t rq_off;
+	struct urxe_mem *wr_mem;	/* multi-packet WRITE target */
+	uint64_t wr_va;
+	uint32_t wr_resid;
+	struct urxe_rd_res *rd_res;	/* max_dest_rd_atomic entries */
+	uint32_t rd_res_n;
+	uint32_t rd_res_next;
+	bool ack_pending;		/* an ACK to send at the end of the batch */
+	uint32_t ack_psn;
+	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
+	struct urxe_eqp *pending_next;	/* on the engine's work list */
+	bool on_list;
+	/* error / async event back to the provider */
+	void (*fatal)(struct urxe_eqp *qp, enum ibv_event_type ev);
+};
+
+/* ---- the engine ---- */
+
+/* An outgoing packet: RoCE bytes from the BTH through the ICRC. */
+struct urxe_pkt {
+	union ibv_gid dgid;
+	union ibv_gid sgid;
+	uint16_t sport;
+	uint8_t tclass;
+	uint8_t hop_limit;
+	struct iovec iov[4];
+	unsigned int niov;
+	uint32_t len;
+};
+
+struct urxe_engine_ops {
+	/* Sends @n packets; returns how many left, or a negative errno. */
+	int (*xmit)(void *priv, struct urxe_pkt *pkts, unsigned int n);
+	/* Monotonic nanoseconds. */
+	uint64_t (*now)(void *priv);
+	/* The UDP source port a packet for @sport really leaves with. */
+	uint16_t (*sport)(void *priv, uint16_t sport);
+	/* Reads pending frames and feeds them to urxe_engine_input(). */
+	int (*rx_poll)(void *priv, struct urxe_engine *eng, int budget);
+};
+
+/* Where an incoming frame came from, as the netdev saw it. */
+struct urxe_rx_meta {
+	union ibv_gid sgid;		/* source IP as a GID */
+	union ibv_gid dgid;		/* destination IP as a GID */
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
+	uint8_t ttl;
+	bool ip_hdr_known;		/* @ip points at the real IP header */
+	const uint8_t *ip;
+	uint32_t ip_len;
+};
+
+struct urxe_engine_conf {
+	unsigned int slot;		/* QPNs are slot << 14 | index */
+	union ibv_gid gid0;		/* default source GID (UD without sgid) */
+	const struct urxe_engine_ops *ops;
+	void *priv;
+};
+
+int urxe_engine_create(const struct urxe_engine_conf *conf,
+		       struct urxe_engine **out);
+void urxe_engine_destroy(struct urxe_engine *eng);
+
+/* Key table. Returns the key index allocated; keys = index << 8 | tag. */
+int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem);
+/* Unpublishes @mem; -EBUSY while in use (MW bound, DMA in flight). */
+int urxe_engine_mem_remove(struct urxe_engine *eng, struct urxe_mem *mem);
+
+/* QP table: allocates the QPN. */
+int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp);
+void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp);
+/*
+ * Applies a validated state change; @mask is the IBV_QP_* attr mask.
+ * Moving to ERR flushes every outstanding work request.
+ */
+int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
+			  int mask);
+
+/* After posting to @qp's send queue: sends now if the engine is free. */
+void urxe_engine_kick(struct urxe_eqp *qp);
+/* Receives, runs timers and queued work; returns whether work was done. */
+int urxe_engine_progress(struct urxe_engine *eng);
+/* Earliest timer deadline (ns, ops->now scale) or UINT64_MAX. */
+uint64_t urxe_engine_next_deadline(struct urxe_engine *eng);
+
+/* Called by rx_poll for each frame: @roce is BTH .. ICRC. */
+void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
+		       uint32_t len, const struct urxe_rx_meta *meta);
+
+/* Engine thread: parks on @fds with libev and runs progress. */
+int urxe_engine_thread_start(struct urxe_engine *eng, const int *fds,
+			     unsigned int nfds);
+void urxe_engine_thread_stop(struct urxe_engine *eng);
+/* Wakes the engine thread (a deadline moved, work was queued). */
+void urxe_engine_thread_wake(struct urxe_engine *eng);
 
 #endif

@@ -73,4 +73,92 @@ int urxe_slot_busy(const char *rundir, unsigned int index);
 /* 127.117.h.l for a slot on loopback, in network byte order. */
 struct in_addr urxe_slot_loopback_addr(unsigned int index);
 
+/* ---- the udp backend (udp.c) ---- */
+
+/*
+ * Unprivileged RoCEv2 over UDP sockets.  One instance per device instance:
+ * receive sockets on port 4791 (on loopback bound to the slot's own
+ * 127.117.h.l; on a real interface the wildcard address, IPv4 and IPv6),
+ * and a small pool of transmit sockets bound to 0xC000 + k, so that a
+ * QP's flow hash picks its UDP source port (falling back to 4791).  All are
+ * unconnected, IP_PMTUDISC_DO (the kernel then sends IP ID 0, which the
+ * ICRC covers), SO_NO_CHECK on IPv4, a real checksum on IPv6 while
+ * accepting 0 (UDP_NO_CHECK6_RX).  Nothing locks inside: the caller
+ * serializes the calls on one instance.
+ */
+#define URXE_UDP_PORT 4791
+#define URXE_UDP_SPORT_BASE 0xc000
+#define URXE_UDP_TX_POOL 4
+#define URXE_UDP_MAX_FDS (2 + 2 * URXE_UDP_TX_POOL)
+
+struct urxe_udp;
+
+struct urxe_udp_conf {
+	const struct urxe_iface *ifc;	/* may be NULL on loopback */
+	bool loopback;
+	struct in_addr lo_addr;		/* loopback: the slot's address */
+};
+
+/*
+ * Binds the receive sockets.  -EADDRINUSE (logged, naming the packet
+ * backend) when another process owns port 4791 there.
+ */
+int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out);
+void urxe_udp_close(struct urxe_udp *u);
+/*
+ * Descriptors to poll for input; returns how many (<= URXE_UDP_MAX_FDS).
+ * The set grows when a transmit socket is bound (at the first send or
+ * urxe_udp_sport() for its pool index) and only ever grows at its tail:
+ * a caller watching them compares the count after sending.
+ */
+unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds);
+
+/* One datagram to send: the RoCE bytes (BTH .. ICRC) in @iov. */
+struct urxe_udp_out {
+	const uint8_t *dst;		/* 16 bytes: a GID (IPv4-mapped or IPv6) */
+	const uint8_t *src;		/* 16 bytes: source GID to send from */
+	uint16_t sport;			/* desired UDP source port */
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
+	uint8_t ttl;			/* 0: the kernel default */
+	const struct iovec *iov;
+	unsigned int niov;
+};
+
+/*
+ * Sends up to @n datagrams (batched, sendmmsg).  Returns how many were
+ * taken, or a negative errno (-EAGAIN: socket buffer full, retry later).
+ * Any other negative errno concerns out[0] alone (-EAFNOSUPPORT: no socket
+ * of the destination's family, -EMSGSIZE: beyond the path MTU, ...): the
+ * caller drops it or fails.  @sport_used (optional, n entries) receives
+ * the source port really used (entries past the returned count: unset).
+ */
+int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
+		  unsigned int n, uint16_t *sport_used);
+/*
+ * The source port a datagram for @sport would leave with: 0xC000 +
+ * @sport % URXE_UDP_TX_POOL, or URXE_UDP_PORT when that could not be bound.
+ * Binds the pool socket at the first call for its index.
+ */
+uint16_t urxe_udp_sport(struct urxe_udp *u, uint16_t sport);
+
+/* One received datagram. */
+struct urxe_udp_in {
+	uint8_t *buf;			/* caller's buffer */
+	uint32_t cap;
+	uint32_t len;			/* bytes received (RoCE: BTH .. ICRC) */
+	uint8_t src[16];		/* source address as a GID */
+	uint8_t dst[16];		/* destination address as a GID */
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t tos;
+	uint8_t ttl;
+	bool truncated;
+};
+
+/*
+ * Receives up to @n datagrams without blocking (recvmmsg, all sockets).
+ * Returns how many, 0 when none is waiting, or a negative errno.
+ */
+int urxe_udp_recv(struct urxe_udp *u, struct urxe_udp_in *in, unsigned int n);
+
 #endif

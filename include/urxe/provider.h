@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <urxe/engine.h>
 #include <urxe/netdev.h>
 
 enum urxe_backend {
@@ -43,7 +44,6 @@ struct urxe_dev_desc {
 #define URXE_PKEY_TBL_LEN 1
 #define URXE_DEFAULT_PKEY 0xffff
 #define URXE_VENDOR_ID 0xffffff	/* as kernel rxe: no vendor */
-#define URXE_QPN_INDEX_BITS 14	/* QPN = slot << 14 | index */
 
 struct urxe_dev {
 	struct urxe_dev_desc desc;
@@ -55,6 +55,13 @@ struct urxe_dev {
 	int refcnt;			/* under the instance list lock */
 	bool dead;			/* inherited across fork() */
 	struct urxe_dev *next;
+	/* transport: the engine exists from open; sockets come lazily */
+	struct urxe_engine *eng;
+	pthread_mutex_t bind_lock;
+	struct urxe_udp *udp;		/* NULL until urxe_dev_bind() */
+	int udp_fds[URXE_UDP_MAX_FDS];	/* fixed once bound */
+	unsigned int nudp_fds;
+	struct urxe_dev_rx *rx;		/* receive buffers */
 };
 
 /* Looks up or creates this process's instance of @desc. */
@@ -62,6 +69,19 @@ int urxe_dev_get(const struct urxe_dev_desc *desc, struct urxe_dev **out);
 void urxe_dev_put(struct urxe_dev *dev);
 /* In a fork()ed child: every inherited instance is dead, its slot dropped. */
 void urxe_dev_after_fork_child(void);
+
+/*
+ * Opens the sockets and starts the engine thread, once: the first QP or AH
+ * that needs the network calls it (ibv_devinfo never does).
+ */
+int urxe_dev_bind(struct urxe_dev *dev);
+
+/*
+ * Runs progress while waiting up to @timeout_ms (-1: forever) for @fd to
+ * become readable: ibv_get_cq_event / ibv_get_async_event block here.
+ * Returns 1 when @fd is readable, 0 on timeout, or a negative errno.
+ */
+int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms);
 
 /* Re-reads the interface (MTU, state, addresses) and rebuilds the GIDs. */
 int urxe_dev_refresh(struct urxe_dev *dev);
@@ -125,5 +145,194 @@ int urxe_xrcd_open(struct urxe_dev *dev, struct ibv_context *ctx,
 		   const struct ibv_xrcd_init_attr *attr, struct ibv_xrcd **out);
 /* -EBUSY while resources made through this handle live. */
 int urxe_xrcd_close(struct ibv_xrcd *xrcd);
+
+/*
+ * Event pipes: fixed-size records written whole (atomically, being under
+ * PIPE_BUF) into a pipe whose read end the application holds, may poll
+ * and may make non-blocking.  A completion channel carries struct ibv_cq
+ * pointers; the context's async_fd carries struct ibv_async_event.
+ * Writers never block (the write end is O_NONBLOCK: a full pipe drops the
+ * record, -EAGAIN).  Posts, takes and purges serialize on @lock, so a
+ * purge sees every record and keeps the others in order.
+ */
+struct urxe_evpipe {
+	int rd;				/* the application's fd */
+	int wr;
+	size_t size;			/* bytes per record */
+	pthread_mutex_t lock;
+};
+
+int urxe_evpipe_init(struct urxe_evpipe *p, size_t rec_size);
+void urxe_evpipe_fini(struct urxe_evpipe *p);
+int urxe_evpipe_post(struct urxe_evpipe *p, const void *rec);
+/*
+ * Takes one record.  While there is none it waits in urxe_dev_wait_fd()
+ * (making progress on @dev), unless the application set O_NONBLOCK on the
+ * read end: then -EAGAIN.
+ */
+int urxe_evpipe_get(struct urxe_evpipe *p, struct urxe_dev *dev, void *rec);
+/* Drops the records @match accepts; returns how many. */
+unsigned int urxe_evpipe_purge(struct urxe_evpipe *p,
+			       bool (*match)(const void *rec, const void *arg),
+			       const void *arg);
+
+/*
+ * Memory regions (ibv_reg_mr(3), ibv_rereg_mr(3)).  Memory is not pinned:
+ * registration checks that the range is mapped, readable, and writable
+ * when the access flags can write (as the kernel's ib_umem_get does), and
+ * the engine's key table names @mem.
+ */
+struct urxe_mr {
+	struct ibv_mr ibv;
+	struct urxe_mem mem;
+	struct urxe_pd *pd;
+	struct urxe_dev *dev;
+	bool published;			/* @mem is in the engine's key table */
+};
+
+static inline struct urxe_mr *to_umr(struct ibv_mr *mr)
+{
+	return (struct urxe_mr *)((char *)mr - offsetof(struct urxe_mr, ibv));
+}
+
+int urxe_mr_reg(struct urxe_dev *dev, struct ibv_pd *pd, void *addr,
+		size_t length, uint64_t iova, unsigned int access,
+		struct ibv_mr **out);
+/*
+ * Changes what @flags (IBV_REREG_MR_CHANGE_*) say.  PD and access change
+ * in place and keep the keys (remote peers hold the rkey); a new
+ * translation is a new registration with new keys.  On failure the MR is
+ * unchanged, except after a failed re-publication (then only dereg works).
+ */
+int urxe_mr_rereg(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
+		  void *addr, size_t length, unsigned int access);
+/* -EBUSY while the engine uses the memory (a bound MW, a transfer). */
+int urxe_mr_dereg(struct ibv_mr *mr);
+/*
+ * Is [addr, addr + length) mapped and readable, and writable if @write?
+ * 0, -EINVAL (empty or wrapping range) or -EFAULT.
+ */
+int urxe_mem_check_range(const void *addr, size_t length, bool write);
+
+/* Completion channels (ibv_create_comp_channel(3)): ibv.fd is ev.rd. */
+struct urxe_channel {
+	struct ibv_comp_channel ibv;
+	struct urxe_dev *dev;
+	struct urxe_evpipe ev;		/* struct ibv_cq * records */
+	atomic_int users;		/* CQs reporting to it */
+};
+
+static inline struct urxe_channel *to_uch(struct ibv_comp_channel *ch)
+{
+	return (struct urxe_channel *)((char *)ch -
+				       offsetof(struct urxe_channel, ibv));
+}
+
+int urxe_channel_create(struct urxe_dev *dev, struct ibv_context *ctx,
+			struct ibv_comp_channel **out);
+/* -EBUSY while CQs use it. */
+int urxe_channel_destroy(struct ibv_comp_channel *ch);
+int urxe_channel_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
+
+/*
+ * Completion queues (ibv_create_cq(3)).  Applications get &ibv as a
+ * struct ibv_cq (its prefix).  The engine pushes into @ring; an armed
+ * ring's completion posts the CQ to its channel, an overrun posts
+ * IBV_EVENT_CQ_ERR to @async, the event pipe of the context (core owns it
+ * and passes it at creation).  Destroy drops this CQ's events nobody read
+ * yet and waits until the ones read were acknowledged, as rdma-core does
+ * with the kernel's counts (ibv_get_cq_event(3)).
+ */
+struct urxe_cq {
+	struct ibv_cq_ex ibv;
+	struct urxe_cq_ring ring;
+	struct urxe_dev *dev;
+	struct urxe_channel *ch;
+	struct urxe_evpipe *async;
+	atomic_int users;		/* QPs and SRQs completing into it */
+	atomic_uint comp_events;	/* posted to ch */
+	atomic_uint async_events;	/* posted to async */
+};
+
+static inline struct urxe_cq *to_ucq(struct ibv_cq *cq)
+{
+	return (struct urxe_cq *)((char *)cq - offsetof(struct urxe_cq, ibv));
+}
+
+int urxe_cq_create(struct urxe_dev *dev, struct ibv_context *ctx, int cqe,
+		   void *cq_context, struct ibv_comp_channel *ch,
+		   int comp_vector, struct urxe_evpipe *async,
+		   struct ibv_cq **out);
+/* -EBUSY while QPs or SRQs use it. */
+int urxe_cq_destroy(struct ibv_cq *cq);
+int urxe_cq_resize(struct ibv_cq *cq, int cqe);
+/* A count, or a negative errno: ibv_poll_cq's own convention. */
+int urxe_cq_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int urxe_cq_req_notify(struct ibv_cq *cq, int solicited_only);
+void urxe_cq_ack_events(struct ibv_cq *cq, unsigned int nevents);
+/* ibv_ack_async_event() of an IBV_EVENT_CQ_ERR. */
+void urxe_cq_ack_async(struct ibv_cq *cq);
+
+/*
+ * Address handles (ibv_create_ah(3)): the GRH of a RoCE path, resolved
+ * once.  Posting a UD send copies these fields into the work request, so
+ * an AH may be destroyed while sends that used it are still in flight.
+ */
+struct urxe_ah {
+	struct ibv_ah ibv;
+	union ibv_gid dgid;
+	union ibv_gid sgid;
+	uint8_t tclass;
+	uint8_t hop_limit;		/* as given; 0 sends with 64 */
+	uint32_t flow_label;
+};
+
+static inline struct urxe_ah *to_uah(struct ibv_ah *ah)
+{
+	return (struct urxe_ah *)((char *)ah - offsetof(struct urxe_ah, ibv));
+}
+
+int urxe_ah_create(struct urxe_dev *dev, struct ibv_pd *pd,
+		   const struct ibv_ah_attr *attr, struct ibv_ah **out);
+int urxe_ah_destroy(struct ibv_ah *ah);
+
+/*
+ * Queue pairs (ibv_create_qp(3), ibv_modify_qp(3)).  The transport state
+ * lives in the engine's struct urxe_eqp; the provider validates, keeps
+ * every attribute the application set (for ibv_query_qp) and posts work.
+ *
+ * Affiliated async events (IBV_EVENT_QP_FATAL, ...) are written as struct
+ * ibv_async_event records to @async_fd, the write end of the context's
+ * event pipe; ibv_destroy_qp waits until each one was acknowledged
+ * (ibv_ack_async_event increments ibv_qp.events_completed).
+ */
+struct urxe_qp {
+	struct ibv_qp_ex vqp;		/* vqp.qp_base is the ibv_qp */
+	struct urxe_eqp e;
+	struct urxe_dev *dev;
+	struct ibv_qp_init_attr init;	/* as created, with the granted caps */
+	pthread_mutex_t lock;		/* serialises modify and query */
+	struct ibv_qp_attr attr;	/* every attribute set so far; lock */
+	int async_fd;
+	atomic_uint events_reported;
+};
+
+static inline struct urxe_qp *to_uqp(struct ibv_qp *qp)
+{
+	return (struct urxe_qp *)((char *)qp - offsetof(struct urxe_qp, vqp.qp_base));
+}
+
+int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
+		   struct ibv_qp_init_attr *attr, int async_fd,
+		   struct ibv_qp **out);
+int urxe_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int urxe_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init);
+int urxe_qp_destroy(struct ibv_qp *qp);
+/* The data path: 0, or a negative errno with *bad naming the failed WR. */
+int urxe_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad);
+int urxe_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad);
 
 #endif

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The udp backend: RoCEv2 over ordinary UDP sockets, no privilege needed.
+ *
+ * One instance holds the receive sockets on port 4791 (loopback: the slot's
+ * own 127.117.h.l; a real interface: 0.0.0.0 and, with IPv6, [::]) and a
+ * pool of transmit sockets bound to 0xC000 + k, opened the first time pool
+ * index k is asked for, so a QP's flow hash picks its UDP source port.
+ * Every socket is unconnected and IP_PMTUDISC_DO: the kernel then writes IP
+ * ID 0 (and DF), which the ICRC covers.  IPv4 sends checksum 0 (SO_NO_CHECK)
+ * like kernel rxe; IPv6 sends a real one and accepts 0 (UDP_NO_CHECK6_RX).
+ *
+ * Sockets live in one append-only array: urxe_udp_fds() reports them in that
+ * order, and the pool only ever adds to the tail, so a caller watching the
+ * descriptors sees new ones as a longer list.  Nothing here locks: the
+ * caller serializes calls on one instance.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+#include <urxe/netdev.h>
+
+#define BATCH 32			/* datagrams per sendmmsg/recvmmsg */
+#define SOCK_BUF (4 << 20)		/* wished-for SO_RCVBUF/SO_SNDBUF */
+#define CTL_BYTES 128			/* >= in6_pktinfo + 2 ints, aligned */
+
+enum { V4, V6, NFAM };
+
+union sa {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+union ctl {
+	char buf[CTL_BYTES];
+	struct cmsghdr align;
+};
+
+struct usock {
+	int fd;
+	uint8_t fam;			/* V4 or V6 */
+	bool wildcard;			/* source address chosen per datagram */
+	uint16_t port;
+};
+
+struct urxe_udp {
+	bool loopback;
+	struct in_addr lo_addr;
+	int ifindex;
+	int8_t rx[NFAM];			/* socks index; -1: none */
+	int8_t tx[NFAM][URXE_UDP_TX_POOL];	/* socks index; -1: none */
+	int8_t pool[URXE_UDP_TX_POOL];		/* 0 untried, 1 bound, -1 failed */
+	unsigned int nsocks;
+	unsigned int rr;			/* recv: socket drained first */
+	struct usock socks[URXE_UDP_MAX_FDS];
+};
+
+static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+static bool gid_is_v4(const uint8_t *gid)
+{
+	return !memcmp(gid, v4_mapped, sizeof(v4_mapped));
+}
+
+static int set_int(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
+}
+
+/* Unprivileged sizes are capped at rmem_max/wmem_max; that is fine. */
+static void sock_bufs(int fd)
+{
+	if (set_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, SOCK_BUF))
+		set_int(fd, SOL_SOCKET, SO_RCVBUF, SOCK_BUF);
+	if (set_int(fd, SOL_SOCKET, SO_SNDBUFFORCE, SOCK_BUF))
+		set_int(fd, SOL_SOCKET, SO_SNDBUF, SOCK_BUF);
+}
+
+static int sock_options(int fd, int fam)
+{
+	static const struct opt { int level, name, val; } v4[] = {
+		{ IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO },
+		{ SOL_SOCKET, SO_NO_CHECK, 1 },
+		{ IPPROTO_IP, IP_PKTINFO, 1 },
+		{ IPPROTO_IP, IP_RECVTOS, 1 },
+		{ IPPROTO_IP, IP_RECVTTL, 1 },
+	}, v6[] = {
+		{ IPPROTO_IPV6, IPV6_V6ONLY, 1 },
+		{ IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO },
+		{ IPPROTO_UDP, UDP_NO_CHECK6_RX, 1 },
+		{ IPPROTO_IPV6, IPV6_RECVPKTINFO, 1 },
+		{ IPPROTO_IPV6, IPV6_RECVTCLASS, 1 },
+		{ IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1 },
+	};
+	const struct opt *o = fam == V4 ? v4 : v6;
+	size_t i, n = fam == V4 ? sizeof(v4) / sizeof(*o) : sizeof(v6) / sizeof(*o);
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		rc = set_int(fd, o[i].level, o[i].name, o[i].val);
+		if (rc)
+			return rc;
+	}
+	sock_bufs(fd);
+	return 0;
+}
+
+static socklen_t local_addr(const struct urxe_udp *u, int fam, uint16_t port,
+			    union sa *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (fam == V6) {
+		a->in6.sin6_family = AF_INET6;
+		a->in6.sin6_addr = in6addr_any;
+		a->in6.sin6_port = htons(port);
+		return sizeof(a->in6);
+	}
+	a->in.sin_family = AF_INET;
+	a->in.sin_addr.s_addr = u->loopback ? u->lo_addr.s_addr : INADDR_ANY;
+	a->in.sin_port = htons(port);
+	return sizeof(a->in);
+}
+
+/* Opens, configures and binds one socket; returns its socks index. */
+static int open_sock(struct urxe_udp *u, int fam, uint16_t port)
+{
+	struct usock *s;
+	union sa a;
+	socklen_t alen;
+	int fd, rc;
+
+	if (u->nsocks >= URXE_UDP_MAX_FDS)
+		return -EMFILE;
+	s = &u->socks[u->nsocks];
+	fd = socket(fam == V4 ? AF_INET : AF_INET6,
+		    SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP);
+	if (fd < 0)
+		return -errno;
+	rc = sock_options(fd, fam);
+	if (rc)
+		goto err_close;
+	alen = local_addr(u, fam, port, &a);
+	if (bind(fd, &a.sa, alen)) {
+		rc = -errno;
+		goto err_close;
+	}
+	s->fd = fd;
+	s->fam = (uint8_t)fam;
+	s->wildcard = !u->loopback;
+	s->port = port;
+	return (int)u->nsocks++;
+
+err_close:
+	close(fd);
+	return rc;
+}
+
+static int open_rx(struct urxe_udp *u, int fam, const struct urxe_udp_conf *c)
+{
+	char where[INET_ADDRSTRLEN + IF_NAMESIZE + 8];
+	int rc = open_sock(u, fam, URXE_UDP_PORT);
+
+	if (rc >= 0) {
+		u->rx[fam] = (int8_t)rc;
+		return 0;
+	}
+	if (c->loopback)
+		inet_ntop(AF_INET, &c->lo_addr, where, sizeof(where));
+	else
+		snprintf(where, sizeof(where), "%s (%s)", c->ifc->name,
+			 fam == V4 ? "IPv4" : "IPv6");
+	if (rc == -EADDRINUSE && !c->loopback)
+		urxe_err("UDP port %d on %s is owned by another process (or a urxe loopback device here holds 127.117.x.y:%d): the udp backend serves one process per interface; the packet backend (CAP_NET_RAW) lets several processes share it",
+			 URXE_UDP_PORT, where, URXE_UDP_PORT);
+	else if (rc != -EAFNOSUPPORT || fam == V4)
+		urxe_err("cannot bind UDP port %d on %s: %s", URXE_UDP_PORT,
+			 where, strerror(-rc));
+	return rc;
+}
+
+static void close_tail(struct urxe_udp *u, unsigned int keep)
+{
+	while (u->nsocks > keep)
+		close(u->socks[--u->nsocks].fd);
+}
+
+int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out)
+{
+	struct urxe_udp *u;
+	int rc;
+
+	if (!conf || !out || (!conf->loopback && !conf->ifc))
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->loopback = conf->loopback;
+	u->lo_addr = conf->lo_addr;
+	u->ifindex = conf->ifc ? conf->ifc->ifindex : 0;
+	memset(u->rx, -1, sizeof(u->rx));
+	memset(u->tx, -1, sizeof(u->tx));
+	rc = open_rx(u, V4, conf);
+	if (rc)
+		goto err_free;
+	if (!conf->loopback && conf->ifc->has_ipv6) {
+		/* IPv6 disabled at boot: carry on with IPv4 alone. */
+		rc = open_rx(u, V6, conf);
+		if (rc && rc != -EAFNOSUPPORT)
+			goto err_close;
+	}
+	*out = u;
+	return 0;
+
+err_close:
+	close_tail(u, 0);
+err_free:
+	free(u);
+	return rc;
+}
+
+void urxe_udp_close(struct urxe_udp *u)
+{
+	if (!u)
+		return;
+	close_tail(u, 0);
+	free(u);
+}
+
+unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds)
+{
+	unsigned int i;
+
+	for (i = 0; i < u->nsocks; i++)
+		fds[i] = u->socks[i].fd;
+	return u->nsocks;
+}
+
+/*
+ * Binds pool index @k in every family the instance has, or in none: the
+ * port a QP sends from must not depend on the destination's family.
+ */
+static void pool_open(struct urxe_udp *u, unsigned int k)
+{
+	unsigned int keep = u->nsocks;
+	uint16_t port = (uint16_t)(URXE_UDP_SPORT_BASE + k);
+	int fam, rc;
+
+	for (fam = 0; fam < NFAM; fam++) {
+		if (u->rx[fam] < 0)
+			continue;
+		rc = open_sock(u, fam, port);
+		if (rc < 0)
+			goto err;
+		u->tx[fam][k] = (int8_t)rc;
+	}
+	u->pool[k] = 1;
+	return;
+
+err:
+	/* Likely an ephemeral socket of someone else: fall back to 4791. */
+	urxe_dbg("udp source port %u unavailable (%s); using %d", port,
+		 strerror(-rc), URXE_UDP_PORT);
+	close_tail(u, keep);
+	for (fam = 0; fam < NFAM; fam++)
+		u->tx[fam][k] = -1;
+	u->pool[k] = -1;
+}
+
+uint16_t urxe_udp_sport(struct urxe_udp *u, uint16_t sport)
+{
+	unsigned int k = sport % URXE_UDP_TX_POOL;
+
+	if (!u->pool[k])
+		pool_open(u, k);
+	return u->pool[k] > 0 ? (uint16_t)(URXE_UDP_SPORT_BASE + k)
+			      : URXE_UDP_PORT;
+}
+
+/* The socket datagram @o leaves from, or a negative errno. */
+static int pick_sock(struct urxe_udp *u, const struct urxe_udp_out *o)
+{
+	int fam = gid_is_v4(o->dst) ? V4 : V6;
+	unsigned int k = o->sport % URXE_UDP_TX_POOL;
+
+	if (u->rx[fam] < 0)
+		return -EAFNOSUPPORT;
+	urxe_udp_sport(u, o->sport);
+	return u->tx[fam][k] >= 0 ? u->tx[fam][k] : u->rx[fam];
+}
+
+static socklen_t peer_addr(const struct urxe_udp *u, const uint8_t *gid,
+			   union sa *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (gid_is_v4(gid)) {
+		a->in.sin_family = AF_INET;
+		a->in.sin_port = htons(URXE_UDP_PORT);
+		memcpy(&a->in.sin_addr, gid + 12, 4);
+		return sizeof(a->in);
+	}
+	a->in6.sin6_family = AF_INET6;
+	a->in6.sin6_port = htons(URXE_UDP_PORT);
+	memcpy(&a->in6.sin6_addr, gid, 16);
+	if (IN6_IS_ADDR_LINKLOCAL(&a->in6.sin6_addr))
+		a->in6.sin6_scope_id = (uint32_t)u->ifindex;
+	return sizeof(a->in6);
+}
+
+static void cmsg_put(struct msghdr *h, int level, int type, const void *data,
+		     size_t len)
+{
+	struct cmsghdr *c = (struct cmsghdr *)((char *)h->msg_control +
+					       h->msg_controllen);
+
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), data, len);
+	h->msg_controllen += CMSG_SPACE(len);
+}
+
+/* Source address (wildcard sockets only), TOS/class and TTL/hop limit. */
+static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
+		     const struct urxe_udp_out *o, struct msghdr *h)
+{
+	int tos = o->tos, ttl = o->ttl;
+	bool src = s->wildcard && o->src && gid_is_v4(o->src) == (s->fam == V4);
+
+	if (s->fam == V4) {
+		struct in_pktinfo pi = { 0 };
+
+		if (src) {
+			memcpy(&pi.ipi_spec_dst, o->src + 12, 4);
+			cmsg_put(h, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+		}
+		cmsg_put(h, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+		if (ttl)
+			cmsg_put(h, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+		return;
+	}
+	if (src) {
+		struct in6_pktinfo pi = { 0 };
+
+		memcpy(&pi.ipi6_addr, o->src, 16);
+		if (IN6_IS_ADDR_LINKLOCAL(&pi.ipi6_addr))
+			pi.ipi6_ifindex = (unsigned int)u->ifindex;
+		cmsg_put(h, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
+	}
+	cmsg_put(h, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+	if (ttl)
+		cmsg_put(h, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));
+}
+
+static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
+		       const struct urxe_udp_out *o, struct mmsghdr *m,
+		       union sa *name, union ctl *ctl)
+{
+	struct msghdr *h = &m->msg_hdr;
+
+	memset(m, 0, sizeof(*m));
+	h->msg_name = name;
+	h->msg_namelen = peer_addr(u, o->dst, name);
+	/* sendmsg() only reads the iovec; msghdr just lacks the const. */
+	h->msg_iov = (struct iovec *)(uintptr_t)o->iov;
+	h->msg_iovlen = o->niov;
+	h->msg_control = ctl->buf;
+	tx_cmsgs(u, s, o, h);
+}
+
+int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
+		  unsigned int n, uint16_t *sport_used)
+{
+	struct mmsghdr msg[BATCH];
+	union sa names[BATCH];
+	union ctl ctl[BATCH];
+	unsigned int done = 0, cnt;
+	int si, rc;
+
+	while (done < n && done < INT32_MAX) {
+		si = pick_sock(u, &out[done]);
+		if (si < 0)
+			return done ? (int)done : si;
+		/* One sendmmsg per run of datagrams leaving one socket. */
+		for (cnt = 0; cnt < BATCH && done + cnt < n; cnt++) {
+			if (cnt && pick_sock(u, &out[done + cnt]) != si)
+				break;
+			tx_prepare(u, &u->socks[si], &out[done + cnt],
+				   &msg[cnt], &names[cnt], &ctl[cnt]);
+			if (sport_used)
+				sport_used[done + cnt] = u->socks[si].port;
+		}
+		rc = sendmmsg(u->socks[si].fd, msg, cnt, 0);
+		if (rc < 0) {
+			rc = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+			return done ? (int)done : rc;
+		}
+		done += (unsigned int)rc;
+		if ((unsigned int)rc < cnt)
+			break;
+	}
+	return (int)done;
+}
+
+static void rx_prepare(struct mmsghdr *m, struct iovec *iov, union sa *name,
+		       union ctl *ctl, struct urxe_udp_in *in)
+{
+	memset(m, 0, sizeof(*m));
+	iov->iov_base = in->buf;
+	iov->iov_len = in->cap;
+	m->msg_hdr.msg_name = name;
+	m->msg_hdr.msg_namelen = sizeof(*name);
+	m->msg_hdr.msg_iov = iov;
+	m->msg_hdr.msg_iovlen = 1;
+	m->msg_hdr.msg_control = ctl->buf;
+	m->msg_hdr.msg_controllen = sizeof(ctl->buf);
+}
+
+static void gid_from_v4(uint8_t *gid, const void *a)
+{
+	memcpy(gid, v4_mapped, sizeof(v4_mapped));
+	memcpy(gid + 12, a, 4);
+}
+
+static int cmsg_int(const struct cmsghdr *c)
+{
+	int v = 0;
+
+	if (c->cmsg_len == CMSG_LEN(sizeof(v)))
+		memcpy(&v, CMSG_DATA(c), sizeof(v));
+	else if (c->cmsg_len == CMSG_LEN(1))
+		v = *CMSG_DATA(c);	/* IP_TOS comes as one byte */
+	return v;
+}
+
+static void rx_cmsg(struct cmsghdr *c, struct urxe_udp_in *in)
+{
+	int key = c->cmsg_level << 16 | c->cmsg_type;
+
+#define KEY(level, type) ((level) << 16 | (type))
+	switch (key) {
+	case KEY(IPPROTO_IP, IP_PKTINFO):	/* ipi_addr: the header's */
+		gid_from_v4(in->dst, CMSG_DATA(c) +
+			    offsetof(struct in_pktinfo, ipi_addr));
+		break;
+	case KEY(IPPROTO_IPV6, IPV6_PKTINFO):
+		memcpy(in->dst, CMSG_DATA(c), 16);	/* ipi6_addr leads */
+		break;
+	case KEY(IPPROTO_IP, IP_TOS):
+	case KEY(IPPROTO_IPV6, IPV6_TCLASS):
+		in->tos = (uint8_t)cmsg_int(c);
+		break;
+	case KEY(IPPROTO_IP, IP_TTL):
+	case KEY(IPPROTO_IPV6, IPV6_HOPLIMIT):
+		in->ttl = (uint8_t)cmsg_int(c);
+		break;
+	}
+#undef KEY
+}
+
+static void rx_finish(const struct usock *s, struct mmsghdr *m,
+		      struct urxe_udp_in *in)
+{
+	const union sa *a = m->msg_hdr.msg_name;
+	struct cmsghdr *c;
+
+	memset(in->src, 0, sizeof(in->src));
+	memset(in->dst, 0, sizeof(in->dst));
+	in->len = m->msg_len < in->cap ? m->msg_len : in->cap;
+	in->truncated = !!(m->msg_hdr.msg_flags & MSG_TRUNC);
+	in->dport = s->port;
+	in->tos = 0;
+	in->ttl = 0;
+	if (a->sa.sa_family == AF_INET) {
+		gid_from_v4(in->src, &a->in.sin_addr);
+		in->sport = ntohs(a->in.sin_port);
+	} else {
+		memcpy(in->src, &a->in6.sin6_addr, 16);
+		in->sport = ntohs(a->in6.sin6_port);
+	}
+	for (c = CMSG_FIRSTHDR(&m->msg_hdr); c; c = CMSG_NXTHDR(&m->msg_hdr, c))
+		rx_cmsg(c, in);
+}
+
+/* Drains up to @n datagrams from one socket; returns how many or -errno. */
+static int recv_sock(const struct usock *s, struct urxe_udp_in *in,
+		     unsigned int n)
+{
+	struct mmsghdr msg[BATCH];
+	struct iovec iov[BATCH];
+	union sa names[BATCH];
+	union ctl ctl[BATCH];
+	unsigned int got = 0, cnt, i;
+	int rc;
+
+	while (got < n) {
+		cnt = n - got < BATCH ? n - got : BATCH;
+		for (i = 0; i < cnt; i++)
+			rx_prepare(&msg[i], &iov[i], &names[i], &ctl[i],
+				   &in[got + i]);
+		rc = recvmmsg(s->fd, msg, cnt, MSG_DONTWAIT, NULL);
+		if (rc < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK ||
+			    errno == EINTR)
+				break;
+			return got ? (int)got : -errno;
+		}
+		for (i = 0; i < (unsigned int)rc; i++)
+			rx_finish(s, &msg[i], &in[got + i]);
+		got += (unsigned int)rc;
+		if ((unsigned int)rc < cnt)
+			break;
+	}
+	return (int)got;
+}
+
+int urxe_udp_recv(struct urxe_udp *u, struct urxe_udp_in *in, unsigned int n)
+{
+	unsigned int got = 0, i;
+	int rc, err = 0;
+
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	/* Start one socket further each call, so no socket starves. */
+	for (i = 0; i < u->nsocks && got < n; i++) {
+		rc = recv_sock(&u->socks[(u->rr + i) % u->nsocks], in + got,
+			       n - got);
+		if (rc < 0)
+			err = rc;
+		else
+			got += (unsigned int)rc;
+	}
+	u->rr = u->nsocks ? (u->rr + 1) % u->nsocks : 0;
+	return got ? (int)got : err;
+}

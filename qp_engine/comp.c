@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The completer: acknowledgements, NAKs, READ responses and atomic
+ * acknowledgements retire send WQEs in order (IBA 9.7.5 - 9.7.7); the
+ * transport timer and the RNR timer send the requester back (go-back-N);
+ * flushing completes everything with IBV_WC_WR_FLUSH_ERR.
+ * Progress lock held throughout.
+ */
+#include <string.h>
+
+#include "engine_int.h"
+#include "psn.h"
+
+
+static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static void push_send_cqe(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
+{
+	struct ibv_wc wc;
+
+	if (wqe->status == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+	    !(wqe->send_flags & IBV_SEND_SIGNALED))
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wqe->wr_id;
+	wc.status = wqe->status;
+	wc.opcode = wc_opcode(wqe->opcode);
+	wc.qp_num = qp->qpn;
+	if (wqe->status == IBV_WC_SUCCESS)
+		wc.byte_len = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			      wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+			      8 : wqe->length;
+	urxe_cq_push(qp->scq, &wc, false);
+}
+
+/* Reports, in order, every finished WQE at the head of the queue. */
+static void retire(struct urxe_eqp *qp)
+{
+	uint32_t prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
+
+	while (qp->sq_comp != prod) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
+
+		if (wqe->state != URXE_WQE_DONE)
+			break;
+		push_send_cqe(qp, wqe);
+		qp->sq_comp++;
+		atomic_store_explicit(&qp->sq.cons, qp->sq_comp,
+				      memory_order_release);
+	}
+}
+
+void urxe_comp_send(struct urxe_eqp *qp, struct urxe_send_wqe *wqe,
+		    enum ibv_wc_status status)
+{
+	wqe->status = status;
+	wqe->state = URXE_WQE_DONE;
+	retire(qp);
+}
+
+static bool is_rd_atomic(const struct urxe_send_wqe *wqe)
+{
+	return wqe->opcode == IBV_WR_RDMA_READ ||
+	       wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static void arm_retx(struct urxe_eqp *qp)
+{
+	bool busy = qp->sq_comp != qp->sq_next ||
+		    (qp->sq_next != atomic_load(&qp->sq.prod) &&
+		     ((struct urxe_send_wqe *)urxe_wq_slot(&qp->sq, qp->sq_next))->state
+			     == URXE_WQE_SENDING);
+
+	urxe_timer_set(qp, &qp->retx_deadline, busy && qp->attr.timeout ?
+		       urxe_now(qp->eng) + (4096ull << qp->attr.timeout) : 0);
+}
+
+/* Forward progress: acknowledgements up to and including @psn. */
+static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
+{
+	uint32_t next = urxe_psn_add(psn, 1);
+
+	while (qp->sq_comp != qp->sq_next) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
+
+		/* READs and atomics complete with their responses only. */
+		if (is_rd_atomic(wqe) || urxe_psn_before(psn, wqe->last_psn))
+			break;
+		urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
+	}
+	if (urxe_psn_before(qp->acked_psn, next) && !urxe_psn_before(qp->psn, next)) {
+		qp->acked_psn = next;
+		qp->retries_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+		arm_retx(qp);
+	}
+	urxe_qp_schedule(qp);
+}
+
+/* IBA table 45: the RNR NAK timer field, in microseconds. */
+static uint64_t rnr_delay_us(unsigned int t)
+{
+	static const uint32_t us[32] = {
+		655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
+		960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480,
+		30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680,
+		491520,
+	};
+
+	return us[t & 31];
+}
+
+static struct urxe_send_wqe *wqe_at_psn(struct urxe_eqp *qp, uint32_t psn)
+{
+	uint32_t prod = atomic_load(&qp->sq.prod), i;
+
+	for (i = qp->sq_comp; i != prod; i++) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, i);
+
+		if (wqe->state == URXE_WQE_POSTED)
+			break;
+		if (!urxe_psn_before(psn, wqe->first_psn) &&
+		    !urxe_psn_before(wqe->last_psn, psn))
+			return wqe;
+	}
+	return NULL;
+}
+
+static void fail(struct urxe_eqp *qp, uint32_t psn, enum ibv_wc_status status)
+{
+	struct urxe_send_wqe *wqe = wqe_at_psn(qp, psn);
+
+	if (!wqe)
+		wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
+	if (qp->sq_comp == atomic_load(&qp->sq.prod))
+		wqe = NULL;
+	if (wqe) {
+		wqe->status = status;
+		wqe->state = URXE_WQE_DONE;
+	}
+	urxe_qp_error(qp, URXE_NO_EVENT);
+}
+
+static void nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
+{
+	static const enum ibv_wc_status nak_status[] = {
+		[URXE_NAK_INVALID_REQ] = IBV_WC_REM_INV_REQ_ERR,
+		[URXE_NAK_REM_ACCESS] = IBV_WC_REM_ACCESS_ERR,
+		[URXE_NAK_REM_OP] = IBV_WC_REM_OP_ERR,
+		[URXE_NAK_INVALID_RD_REQ] = IBV_WC_REM_INV_RD_REQ_ERR,
+	};
+	uint8_t code = syn & 0x1f;
+
+	if (urxe_psn_before(qp->acked_psn, psn))
+		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));	/* psn - 1 */
+	if (code == URXE_NAK_PSN_SEQ) {
+		urxe_req_rewind(qp, psn);
+		urxe_qp_schedule(qp);
+		return;
+	}
+	fail(qp, psn, code < sizeof(nak_status) / sizeof(nak_status[0]) &&
+		      nak_status[code] ? nak_status[code] : IBV_WC_REM_OP_ERR);
+}
+
+static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
+{
+	if (urxe_psn_before(qp->acked_psn, psn))
+		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));
+	/* IBA 9.7.5.2.8: rnr_retry 7 means retry forever. */
+	if (qp->attr.rnr_retry != 7) {
+		if (!qp->rnr_left) {
+			fail(qp, psn, IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		qp->rnr_left--;
+	}
+	urxe_req_rewind(qp, psn);
+	urxe_timer_set(qp, &qp->rnr_deadline,
+		       urxe_now(qp->eng) + rnr_delay_us(syn) * 1000);
+	qp->retx_deadline = 0;
+	urxe_qp_schedule(qp);
+}
+
+static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		      const struct urxe_opinfo *oi, const uint8_t *pkt,
+		      uint32_t paylen)
+{
+	uint32_t mtu = urxe_qp_mtu(qp), expect;
+	struct urxe_send_wqe *wqe = wqe_at_psn(qp, bth->psn);
+
+	if (!wqe || wqe->opcode != IBV_WR_RDMA_READ || wqe->state == URXE_WQE_DONE)
+		return;		/* a duplicate or a stray */
+	/* Responses imply the ACK of everything before the READ. */
+	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
+	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+		return;
+	expect = urxe_psn_add(wqe->first_psn, wqe->rcvd / mtu);
+	if (bth->psn != expect) {
+		if (urxe_psn_before(expect, bth->psn)) {
+			/* Lost responses: ask again from the first missing. */
+			urxe_req_rewind(qp, expect);
+			urxe_qp_schedule(qp);
+		}
+		return;
+	}
+	if (paylen > wqe->length - wqe->rcvd ||
+	    urxe_sge_copy_in(qp->eng, qp->pd, wqe->sge, wqe->num_sge, wqe->rcvd,
+			     pkt + oi->hdr_len, paylen)) {
+		fail(qp, bth->psn, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	wqe->rcvd += paylen;
+	if (qp->resp_pkts)
+		qp->resp_pkts--;
+	qp->acked_psn = urxe_psn_add(bth->psn, 1);
+	qp->retries_left = qp->attr.retry_cnt;
+	if (oi->flags & URXE_F_LAST) {
+		if (qp->rd_outstanding)
+			qp->rd_outstanding--;
+		if (wqe->rcvd == wqe->length)
+			urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
+	}
+	arm_retx(qp);
+	urxe_qp_schedule(qp);
+}
+
+static void atomic_ack(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		       const struct urxe_opinfo *oi, const uint8_t *pkt)
+{
+	struct urxe_send_wqe *wqe = wqe_at_psn(qp, bth->psn);
+	uint64_t orig;
+
+	if (!wqe || wqe->state == URXE_WQE_DONE ||
+	    (wqe->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+	     wqe->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
+		return;
+	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
+	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+		return;
+	/* The original value lands in local memory in host order. */
+	orig = urxe_get64(pkt + oi->off[URXE_HDR_ATMACK]);
+	if (urxe_sge_copy_in(qp->eng, qp->pd, wqe->sge, wqe->num_sge, 0,
+			     &orig, sizeof(orig))) {
+		fail(qp, bth->psn, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	if (qp->rd_outstanding)
+		qp->rd_outstanding--;
+	if (qp->resp_pkts)
+		qp->resp_pkts--;
+	urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
+	qp->acked_psn = urxe_psn_add(bth->psn, 1);
+	arm_retx(qp);
+	urxe_qp_schedule(qp);
+}
+
+void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		     const struct urxe_opinfo *oi, const uint8_t *pkt,
+		     uint32_t paylen)
+{
+	uint8_t syn;
+
+	if (qp->type != IBV_QPT_RC || (qp->attr.state != IBV_QPS_RTS &&
+				       qp->attr.state != IBV_QPS_SQD))
+		return;
+	if (oi->flags & URXE_F_READ) {
+		read_resp(qp, bth, oi, pkt, paylen);
+		return;
+	}
+	if (oi->flags & URXE_F_ATOMIC) {
+		atomic_ack(qp, bth, oi, pkt);
+		return;
+	}
+	syn = pkt[oi->off[URXE_HDR_AETH]];
+	switch (syn & URXE_AETH_TYPE_MASK) {
+	case URXE_AETH_ACK:
+		ack_upto(qp, bth->psn);
+		break;
+	case URXE_AETH_RNR_NAK:
+		rnr_nak(qp, bth->psn, syn);
+		break;
+	case URXE_AETH_NAK:
+		nak(qp, bth->psn, syn);
+		break;
+	}
+}
+
+void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
+{
+	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
+		qp->rnr_deadline = 0;
+		arm_retx(qp);
+		urxe_qp_schedule(qp);
+	}
+	if (!qp->retx_deadline || now < qp->retx_deadline)
+		return;
+	if (qp->sq_comp == atomic_load(&qp->sq.prod)) {
+		qp->retx_deadline = 0;
+		return;
+	}
+	/* IBA 9.7.6.1.3: retry_cnt retries, then the WQE fails (7 is 7). */
+	if (!qp->retries_left) {
+		fail(qp, qp->acked_psn, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->retries_left--;
+	urxe_req_rewind(qp, qp->acked_psn);
+	urxe_timer_set(qp, &qp->retx_deadline, now + (4096ull << qp->attr.timeout));
+	urxe_qp_schedule(qp);
+}
+
+void urxe_comp_flush(struct urxe_eqp *qp)
+{
+	uint32_t prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
+
+	while (qp->sq_comp != prod) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
+
+		if (wqe->state != URXE_WQE_DONE)
+			wqe->status = IBV_WC_WR_FLUSH_ERR;
+		wqe->state = URXE_WQE_DONE;
+		push_send_cqe(qp, wqe);
+		qp->sq_comp++;
+		atomic_store_explicit(&qp->sq.cons, qp->sq_comp,
+				      memory_order_release);
+	}
+	qp->sq_next = qp->sq_comp;
+	qp->retx_deadline = 0;
+	qp->rnr_deadline = 0;
+	qp->rd_outstanding = 0;
+	qp->resp_pkts = 0;
+}

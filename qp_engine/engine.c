@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The engine object: QP and key tables, the progress lock and the list of
+ * QPs with work, packet input (validation, ICRC, dispatch to the
+ * responder or completer), and the progress entry points.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "icrc.h"
+#include "psn.h"
+
+int urxe_engine_create(const struct urxe_engine_conf *conf,
+		       struct urxe_engine **out)
+{
+	struct urxe_engine *eng;
+
+	eng = calloc(1, sizeof(*eng));
+	if (!eng)
+		return -ENOMEM;
+	eng->qps = calloc(URXE_QP_SLOTS, sizeof(*eng->qps));
+	eng->keys = calloc(URXE_KEY_SLOTS, sizeof(*eng->keys));
+	eng->tx_buf = malloc(URXE_TX_BATCH * sizeof(*eng->tx_buf));
+	if (!eng->qps || !eng->keys || !eng->tx_buf) {
+		free(eng->tx_buf);
+		free(eng->qps);
+		free(eng->keys);
+		free(eng);
+		return -ENOMEM;
+	}
+	eng->ops = conf->ops;
+	eng->priv = conf->priv;
+	eng->slot = conf->slot;
+	eng->gid0 = conf->gid0;
+	eng->key_next = 1;
+	eng->key_tag = (uint8_t)(conf->slot * 37 + 1);
+	eng->deadline_hint = UINT64_MAX;
+	pthread_mutex_init(&eng->lock, NULL);
+	pthread_mutex_init(&eng->qp_lock, NULL);
+	pthread_mutex_init(&eng->key_lock, NULL);
+	pthread_mutex_init(&eng->list_lock, NULL);
+	atomic_init(&eng->work, false);
+	*out = eng;
+	return 0;
+}
+
+void urxe_engine_destroy(struct urxe_engine *eng)
+{
+	if (!eng)
+		return;
+	urxe_engine_thread_stop(eng);
+	pthread_mutex_destroy(&eng->lock);
+	pthread_mutex_destroy(&eng->qp_lock);
+	pthread_mutex_destroy(&eng->key_lock);
+	pthread_mutex_destroy(&eng->list_lock);
+	free(eng->tx_buf);
+	free(eng->live);
+	free(eng->qps);
+	free(eng->keys);
+	free(eng);
+}
+
+/* ---- keys ---- */
+
+int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem)
+{
+	uint32_t i, idx;
+
+	pthread_mutex_lock(&eng->key_lock);
+	for (i = 0; i < URXE_KEY_SLOTS - 1; i++) {
+		idx = eng->key_next;
+		eng->key_next = eng->key_next + 1 < URXE_KEY_SLOTS ?
+				eng->key_next + 1 : 1;
+		if (!eng->keys[idx])
+			break;
+	}
+	if (i == URXE_KEY_SLOTS - 1) {
+		pthread_mutex_unlock(&eng->key_lock);
+		return -ENOMEM;
+	}
+	/* The tag byte makes a reused index a different key. */
+	eng->key_tag++;
+	mem->lkey = idx << 8 | eng->key_tag;
+	mem->rkey = mem->lkey;
+	atomic_store(&mem->refs, 1);
+	eng->keys[idx] = mem;
+	pthread_mutex_unlock(&eng->key_lock);
+	return (int)idx;
+}
+
+int urxe_engine_mem_remove(struct urxe_engine *eng, struct urxe_mem *mem)
+{
+	uint32_t idx = mem->lkey >> 8;
+
+	pthread_mutex_lock(&eng->key_lock);
+	if (atomic_load(&mem->refs) > 1) {
+		pthread_mutex_unlock(&eng->key_lock);
+		return -EBUSY;
+	}
+	if (idx < URXE_KEY_SLOTS && eng->keys[idx] == mem)
+		eng->keys[idx] = NULL;
+	pthread_mutex_unlock(&eng->key_lock);
+	return 0;
+}
+
+struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
+			      bool remote)
+{
+	uint32_t idx = key >> 8;
+	struct urxe_mem *m = NULL;
+
+	if (idx == 0 || idx >= URXE_KEY_SLOTS)
+		return NULL;
+	pthread_mutex_lock(&eng->key_lock);
+	m = eng->keys[idx];
+	if (m && (remote ? m->rkey : m->lkey) == key)
+		atomic_fetch_add(&m->refs, 1);
+	else
+		m = NULL;
+	pthread_mutex_unlock(&eng->key_lock);
+	return m;
+}
+
+void urxe_mem_put(struct urxe_mem *mem)
+{
+	atomic_fetch_sub(&mem->refs, 1);
+}
+
+/* ---- QPs ---- */
+
+int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
+{
+	uint32_t i, idx = 0;
+
+	pthread_mutex_lock(&eng->qp_lock);
+	for (i = 0; i < URXE_QP_SLOTS; i++) {
+		idx = (eng->qp_next + i) & (URXE_QP_SLOTS - 1);
+		if (!eng->qps[idx])
+			break;
+	}
+	if (i == URXE_QP_SLOTS) {
+		pthread_mutex_unlock(&eng->qp_lock);
+		return -ENOMEM;
+	}
+	if (eng->nlive == eng->live_cap) {
+		uint32_t cap = eng->live_cap ? eng->live_cap * 2 : 16;
+		struct urxe_eqp **l;
+
+		/* Grown under the progress lock: timer scans read it. */
+		pthread_mutex_lock(&eng->lock);
+		l = realloc(eng->live, cap * sizeof(*l));
+		if (l) {
+			eng->live = l;
+			eng->live_cap = cap;
+		}
+		pthread_mutex_unlock(&eng->lock);
+		if (!l) {
+			pthread_mutex_unlock(&eng->qp_lock);
+			return -ENOMEM;
+		}
+	}
+	/* Round robin: a destroyed QP's number is not reused at once. */
+	eng->qp_next = idx + 1;
+	qp->eng = eng;
+	qp->qpn = eng->slot << URXE_QPN_INDEX_BITS | idx;
+	qp->attr.state = IBV_QPS_RESET;
+	/* Flow entropy for ECMP and the source-port pool (IBA A17.5.1). */
+	qp->sport = (uint16_t)(0xc000 | ((qp->qpn * 2654435761u) >> 18));
+	eng->qps[idx] = qp;
+	pthread_mutex_lock(&eng->lock);
+	eng->live[eng->nlive++] = qp;
+	pthread_mutex_unlock(&eng->lock);
+	pthread_mutex_unlock(&eng->qp_lock);
+	return 0;
+}
+
+void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
+{
+	uint32_t idx = qp->qpn & (URXE_QP_SLOTS - 1), i;
+	struct urxe_eqp **pp;
+
+	/* The progress lock orders us after any packet still using @qp. */
+	pthread_mutex_lock(&eng->lock);
+	pthread_mutex_lock(&eng->qp_lock);
+	if (eng->qps[idx] == qp)
+		eng->qps[idx] = NULL;
+	for (i = 0; i < eng->nlive; i++) {
+		if (eng->live[i] == qp) {
+			eng->live[i] = eng->live[--eng->nlive];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_lock(&eng->list_lock);
+	for (pp = &eng->pending; *pp; pp = &(*pp)->pending_next) {
+		if (*pp == qp) {
+			*pp = qp->pending_next;
+			break;
+		}
+	}
+	qp->on_list = false;
+	pthread_mutex_unlock(&eng->list_lock);
+	free(qp->rd_res);
+	qp->rd_res = NULL;
+	pthread_mutex_unlock(&eng->lock);
+}
+
+struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn)
+{
+	if (qpn >> URXE_QPN_INDEX_BITS != eng->slot)
+		return NULL;
+	return eng->qps[qpn & (URXE_QP_SLOTS - 1)];
+}
+
+void urxe_qp_schedule(struct urxe_eqp *qp)
+{
+	struct urxe_engine *eng = qp->eng;
+
+	pthread_mutex_lock(&eng->list_lock);
+	if (!qp->on_list) {
+		qp->on_list = true;
+		qp->pending_next = eng->pending;
+		eng->pending = qp;
+	}
+	pthread_mutex_unlock(&eng->list_lock);
+	atomic_store(&eng->work, true);
+}
+
+static void qp_flush(struct urxe_eqp *qp)
+{
+	urxe_comp_flush(qp);
+	urxe_resp_flush(qp);
+}
+
+void urxe_qp_error(struct urxe_eqp *qp, enum ibv_event_type ev)
+{
+	if (qp->attr.state == IBV_QPS_ERR)
+		return;
+	qp->attr.state = IBV_QPS_ERR;
+	qp_flush(qp);
+	if (qp->fatal && ev != URXE_NO_EVENT)
+		qp->fatal(qp, ev);
+}
+
+static void qp_reset(struct urxe_eqp *qp)
+{
+	qp->sq_next = qp->sq_comp = atomic_load(&qp->sq.cons);
+	atomic_store(&qp->sq.prod, qp->sq_next);
+	atomic_store(&qp->rq.prod, atomic_load(&qp->rq.cons));
+	qp->rd_outstanding = 0;
+	qp->unacked_pkts = 0;
+	qp->rq_active = false;
+	qp->ack_pending = false;
+	qp->wr_mem = NULL;
+	qp->rd_res_next = 0;
+	if (qp->rd_res)
+		memset(qp->rd_res, 0, qp->rd_res_n * sizeof(*qp->rd_res));
+}
+
+int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
+			  int mask)
+{
+	struct urxe_engine *eng = qp->eng;
+	int rc = 0;
+
+	pthread_mutex_lock(&eng->lock);
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
+		uint32_t n = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
+		struct urxe_rd_res *r = calloc(n, sizeof(*r));
+
+		if (!r) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		free(qp->rd_res);
+		qp->rd_res = r;
+		qp->rd_res_n = n;
+		qp->rd_res_next = 0;
+	}
+	if (mask & IBV_QP_DEST_QPN)
+		qp->attr.dest_qpn = a->dest_qpn;
+	if (mask & IBV_QP_SQ_PSN) {
+		qp->attr.sq_psn = a->sq_psn & URXE_PSN_MASK;
+		qp->psn = qp->attr.sq_psn;
+		qp->acked_psn = qp->psn;
+	}
+	if (mask & IBV_QP_RQ_PSN) {
+		qp->attr.rq_psn = a->rq_psn & URXE_PSN_MASK;
+		qp->epsn = qp->attr.rq_psn;
+	}
+	if (mask & IBV_QP_QKEY)
+		qp->attr.qkey = a->qkey;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qp->attr.access = a->access;
+	if (mask & IBV_QP_PATH_MTU)
+		qp->attr.path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		qp->attr.timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->retries_left = qp->attr.retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->rnr_left = qp->attr.rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_PKEY_INDEX)
+		qp->attr.pkey = a->pkey;
+	if (a->port_mtu)
+		qp->attr.port_mtu = a->port_mtu;
+	if (mask & IBV_QP_AV) {
+		qp->attr.dgid = a->dgid;
+		qp->attr.sgid = a->sgid;
+		qp->attr.tclass = a->tclass;
+		qp->attr.hop_limit = a->hop_limit;
+		qp->attr.flow_label = a->flow_label;
+	}
+	if (mask & IBV_QP_STATE) {
+		enum ibv_qp_state old = qp->attr.state;
+
+		qp->attr.state = a->state;
+		if (a->state == IBV_QPS_RESET)
+			qp_reset(qp);
+		else if (a->state == IBV_QPS_ERR && old != IBV_QPS_ERR)
+			qp_flush(qp);
+		else if (a->state == IBV_QPS_RTS)
+			urxe_qp_schedule(qp);
+	}
+out:
+	pthread_mutex_unlock(&eng->lock);
+	return rc;
+}
+
+/* ---- input ---- */
+
+static bool transport_ok(const struct urxe_eqp *qp, uint8_t opcode)
+{
+	switch (urxe_opcode_transport(opcode)) {
+	case URXE_TR_RC:
+		return qp->type == IBV_QPT_RC;
+	case URXE_TR_UC:
+		return qp->type == IBV_QPT_UC;
+	case URXE_TR_UD:
+		return qp->type == IBV_QPT_UD;
+	default:
+		return false;
+	}
+}
+
+void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
+		       uint32_t len, const struct urxe_rx_meta *meta)
+{
+	const struct urxe_opinfo *oi;
+	struct urxe_bth bth;
+	struct urxe_eqp *qp;
+	uint32_t paylen;
+
+	if (len < URXE_BTH_LEN + URXE_ICRC_LEN)
+		return;
+	urxe_bth_get(roce, &bth);
+	oi = urxe_opinfo(bth.opcode);
+	if (!(oi->flags & URXE_F_VALID) || bth.tver != 0)
+		return;
+	if (len < (uint32_t)oi->hdr_len + bth.pad + URXE_ICRC_LEN)
+		return;
+	paylen = len - oi->hdr_len - bth.pad - URXE_ICRC_LEN;
+	if (!(oi->flags & URXE_F_PAYLOAD) && paylen)
+		return;
+	if (!urxe_icrc_check_rx(roce, len, meta))
+		return;
+	qp = urxe_qp_lookup(eng, bth.dqpn);
+	if (!qp || !transport_ok(qp, bth.opcode))
+		return;
+	if (oi->flags & URXE_F_REQ)
+		urxe_resp_input(qp, &bth, oi, roce, paylen, meta);
+	else
+		urxe_comp_input(qp, &bth, oi, roce, paylen);
+}
+
+/* ---- progress ---- */
+
+static void run_pending(struct urxe_engine *eng)
+{
+	struct urxe_eqp *list, *qp;
+
+	pthread_mutex_lock(&eng->list_lock);
+	list = eng->pending;
+	eng->pending = NULL;
+	for (qp = list; qp; qp = qp->pending_next)
+		qp->on_list = false;
+	pthread_mutex_unlock(&eng->list_lock);
+	for (qp = list; qp; qp = qp->pending_next) {
+		if (qp->attr.state == IBV_QPS_ERR) {
+			/* Work posted to a QP in error is flushed. */
+			qp_flush(qp);
+			continue;
+		}
+		if (qp->ack_pending)
+			urxe_resp_send_ack(qp);
+		urxe_req_run(qp);
+	}
+}
+
+uint64_t urxe_now(struct urxe_engine *eng)
+{
+	return eng->ops->now(eng->priv);
+}
+
+void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline)
+{
+	*slot = deadline;
+	if (deadline && deadline < qp->eng->deadline_hint) {
+		qp->eng->deadline_hint = deadline;
+		atomic_store(&qp->eng->timer_moved, true);
+	}
+}
+
+/* Runs the expired transport and RNR timers of every QP. */
+static void run_timers(struct urxe_engine *eng)
+{
+	uint64_t now = urxe_now(eng), hint = UINT64_MAX;
+	uint32_t i;
+
+	if (now < eng->deadline_hint)
+		return;
+	eng->deadline_hint = UINT64_MAX;
+	for (i = 0; i < eng->nlive; i++) {
+		struct urxe_eqp *qp = eng->live[i];
+
+		if (qp->retx_deadline || qp->rnr_deadline)
+			urxe_comp_timers(qp, now);
+		if (qp->retx_deadline && qp->retx_deadline < hint)
+			hint = qp->retx_deadline;
+		if (qp->rnr_deadline && qp->rnr_deadline < hint)
+			hint = qp->rnr_deadline;
+	}
+	if (hint < eng->deadline_hint)
+		eng->deadline_hint = hint;
+}
+
+/* Progress lock held: do everything flagged, then drain the sockets. */
+static int progress_locked(struct urxe_engine *eng)
+{
+	int did = 0, n;
+
+	do {
+		atomic_store(&eng->work, false);
+		run_timers(eng);
+		run_pending(eng);
+		n = eng->ops->rx_poll ? eng->ops->rx_poll(eng->priv, eng, 64) : 0;
+		if (n > 0)
+			did = 1;
+		run_pending(eng);
+		urxe_tx_flush(eng);
+	} while (n > 0 || atomic_load(&eng->work));
+	return did;
+}
+
+int urxe_engine_progress(struct urxe_engine *eng)
+{
+	int did;
+
+	if (pthread_mutex_trylock(&eng->lock)) {
+		atomic_store(&eng->work, true);
+		return 0;
+	}
+	did = progress_locked(eng);
+	pthread_mutex_unlock(&eng->lock);
+	/* Work flagged after our last check, while we were unlocking. */
+	if (atomic_load(&eng->work) && !pthread_mutex_trylock(&eng->lock)) {
+		did |= progress_locked(eng);
+		pthread_mutex_unlock(&eng->lock);
+	}
+	/* An earlier deadline: the engine thread's timer must know it. */
+	if (atomic_exchange(&eng->timer_moved, false) &&
+	    !pthread_equal(pthread_self(), eng->thread))
+		urxe_engine_thread_wake(eng);
+	return did;
+}
+
+void urxe_engine_kick(struct urxe_eqp *qp)
+{
+	urxe_qp_schedule(qp);
+	urxe_engine_progress(qp->eng);
+}
+
+uint64_t urxe_engine_next_deadline(struct urxe_engine *eng)
+{
+	return eng->deadline_hint;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internals of the engine shared by its files: the engine object, the
+ * roles' entry points, packet building helpers.  Everything here runs
+ * with the progress lock held unless said otherwise.
+ */
+#ifndef URXE_ENGINE_INT_H
+#define URXE_ENGINE_INT_H
+
+#include <ev.h>
+#include <pthread.h>
+
+#include <urxe/engine.h>
+#include <urxe/log.h>
+
+#include "hdr.h"
+#include "opcode.h"
+
+#define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)
+#define URXE_KEY_SLOTS (1u << 18)
+#define URXE_ACK_EVERY 16		/* AckReq at least every N packets */
+#define URXE_TX_BATCH 32
+#define URXE_TX_BUF (4096 + 128)	/* MTU payload + headers + pad + ICRC */
+
+struct urxe_engine {
+	pthread_mutex_t lock;		/* the progress lock */
+	atomic_bool work;		/* someone flagged work for the holder */
+	const struct urxe_engine_ops *ops;
+	void *priv;
+	unsigned int slot;
+	union ibv_gid gid0;
+
+	/* QP table: index -> QP; under qp_lock for add/remove */
+	uint32_t live_cap;
+	pthread_mutex_t qp_lock;
+	struct urxe_eqp **qps;
+	uint32_t qp_next;
+
+	/* key table */
+	pthread_mutex_t key_lock;
+	struct urxe_mem **keys;
+	uint32_t key_next;
+	uint8_t key_tag;
+
+	/* QPs that exist, compactly (timer scans); under qp_lock + lock */
+	struct urxe_eqp **live;
+	uint32_t nlive;
+	uint64_t deadline_hint;		/* no timer expires before this */
+	atomic_bool timer_moved;	/* the engine thread must re-arm */
+
+	/* QPs with send work or ACKs to send */
+	pthread_mutex_t list_lock;
+	struct urxe_eqp *pending;
+
+	/* outgoing packet batch: packets are assembled in tx_buf */
+	struct urxe_pkt tx[URXE_TX_BATCH];
+	uint8_t (*tx_buf)[URXE_TX_BUF];
+	unsigned int ntx;
+	uint64_t tx_dropped;		/* xmit failures (the peer retransmits) */
+
+	/* engine thread */
+	pthread_t thread;
+	bool thread_running;
+	struct ev_loop *loop;
+	ev_async wake;
+	ev_async stop;
+	ev_timer timer;
+	ev_io io[10];
+	unsigned int nio;
+};
+
+#define URXE_WINDOW_PKTS 16		/* unacknowledged packets per QP */
+
+/* engine.c */
+struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
+struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
+			      bool remote);
+void urxe_mem_put(struct urxe_mem *mem);
+/* Checks a remote access; on success holds a reference in *out. */
+int urxe_mem_remote(struct urxe_engine *eng, uint32_t pd, uint32_t rkey,
+		    uint64_t va, uint64_t len, unsigned int access,
+		    struct urxe_mem **out, uint8_t **ptr);
+void urxe_qp_schedule(struct urxe_eqp *qp);
+/* No affiliated event: errors the requester reports in a completion. */
+#define URXE_NO_EVENT ((enum ibv_event_type)-1)
+/* Moves @qp to ERR (flushing) and reports @ev. */
+void urxe_qp_error(struct urxe_eqp *qp, enum ibv_event_type ev);
+
+/*
+ * tx.c: packet assembly and batching.  urxe_tx_begin() returns a buffer
+ * with the BTH written; the caller writes the extension headers at
+ * oi->off[] and @paylen bytes of payload at oi->hdr_len, then commits.
+ */
+struct urxe_tx_path {
+	const union ibv_gid *dgid;
+	const union ibv_gid *sgid;
+	uint16_t sport;
+	uint8_t tclass;
+	uint8_t hop_limit;
+};
+
+uint8_t *urxe_tx_begin(struct urxe_engine *eng, const struct urxe_bth *bth);
+void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
+		    const struct urxe_opinfo *oi, uint32_t paylen);
+void urxe_tx_flush(struct urxe_engine *eng);
+void urxe_qp_path(const struct urxe_eqp *qp, struct urxe_tx_path *p);
+
+/* Memory access checks shared by roles. */
+int urxe_sge_copy_out(struct urxe_engine *eng, uint32_t pd,
+		      const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
+		      void *dst, uint32_t len);
+int urxe_sge_copy_in(struct urxe_engine *eng, uint32_t pd,
+		     const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
+		     const void *src, uint32_t len);
+
+/* req.c */
+void urxe_req_run(struct urxe_eqp *qp);
+/* Go back to @psn: resend from the WQE that holds it (go-back-N). */
+void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn);
+uint32_t urxe_wqe_pkts(const struct urxe_eqp *qp,
+		       const struct urxe_send_wqe *wqe);
+static inline unsigned int urxe_qp_mtu(const struct urxe_eqp *qp)
+{
+	if (qp->type == IBV_QPT_UD)
+		return qp->attr.port_mtu ? qp->attr.port_mtu : 4096;
+	return qp->attr.path_mtu ? qp->attr.path_mtu : 256;
+}
+uint64_t urxe_now(struct urxe_engine *eng);
+/* Sets a QP timer (@slot points at retx_deadline or rnr_deadline). */
+void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline);
+
+/* comp.c */
+void urxe_comp_send(struct urxe_eqp *qp, struct urxe_send_wqe *wqe,
+		    enum ibv_wc_status status);
+void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now);
+void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		     const struct urxe_opinfo *oi, const uint8_t *pkt,
+		     uint32_t paylen);
+void urxe_comp_flush(struct urxe_eqp *qp);
+/* resp.c */
+void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		     const struct urxe_opinfo *oi, const uint8_t *pkt,
+		     uint32_t paylen, const struct urxe_rx_meta *meta);
+void urxe_resp_send_ack(struct urxe_eqp *qp);
+void urxe_resp_flush(struct urxe_eqp *qp);
+
+#endif

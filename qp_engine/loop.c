@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The engine thread.  A NIC works while the application does something
+ * else (the passive side of a WRITE may sleep in read()), so each engine
+ * has a thread parked in a private libev loop: an ev_io per socket, one
+ * ev_timer for the earliest transport deadline and an ev_async doorbell.
+ * It runs progress exactly as application threads do, under the same
+ * progress lock.  Signals are blocked in it: they belong to the
+ * application.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+static void rearm_timer(struct urxe_engine *eng)
+{
+	uint64_t d = urxe_engine_next_deadline(eng), now;
+
+	ev_timer_stop(eng->loop, &eng->timer);
+	if (d == UINT64_MAX)
+		return;
+	now = urxe_now(eng);
+	ev_timer_set(&eng->timer, d > now ? (double)(d - now) / 1e9 : 0.0, 0.0);
+	ev_timer_start(eng->loop, &eng->timer);
+}
+
+static void run(struct ev_loop *loop)
+{
+	struct urxe_engine *eng = ev_userdata(loop);
+
+	urxe_engine_progress(eng);
+	rearm_timer(eng);
+}
+
+static void on_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	run(loop);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	run(loop);
+}
+
+static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	run(loop);
+}
+
+static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void *engine_main(void *arg)
+{
+	struct urxe_engine *eng = arg;
+
+	ev_run(eng->loop, 0);
+	return NULL;
+}
+
+int urxe_engine_thread_start(struct urxe_engine *eng, const int *fds,
+			     unsigned int nfds)
+{
+	sigset_t all, old;
+	unsigned int i;
+	int rc;
+
+	if (eng->thread_running)
+		return 0;
+	if (nfds > sizeof(eng->io) / sizeof(eng->io[0]))
+		return -EINVAL;
+	/* A private loop: the default loop belongs to the application. */
+	eng->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+	if (!eng->loop)
+		return -ENOMEM;
+	ev_set_userdata(eng->loop, eng);
+	for (i = 0; i < nfds; i++) {
+		ev_io_init(&eng->io[i], on_io, fds[i], EV_READ);
+		ev_io_start(eng->loop, &eng->io[i]);
+	}
+	eng->nio = nfds;
+	ev_timer_init(&eng->timer, on_timer, 0.0, 0.0);
+	ev_async_init(&eng->wake, on_wake);
+	ev_async_start(eng->loop, &eng->wake);
+	ev_async_init(&eng->stop, on_stop);
+	ev_async_start(eng->loop, &eng->stop);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&eng->thread, NULL, engine_main, eng);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		ev_loop_destroy(eng->loop);
+		eng->loop = NULL;
+		return -rc;
+	}
+	eng->thread_running = true;
+	return 0;
+}
+
+void urxe_engine_thread_stop(struct urxe_engine *eng)
+{
+	if (!eng->thread_running)
+		return;
+	ev_async_send(eng->loop, &eng->stop);
+	pthread_join(eng->thread, NULL);
+	ev_loop_destroy(eng->loop);
+	eng->loop = NULL;
+	eng->thread_running = false;
+}
+
+void urxe_engine_thread_wake(struct urxe_engine *eng)
+{
+	if (eng->thread_running)
+		ev_async_send(eng->loop, &eng->wake);
+}

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Access to registered memory: scatter/gather through local keys and
+ * checks of remote keys.  Every access names a key, the PD the QP belongs
+ * to, a range in the key's address space (its iova) and the rights it
+ * needs; the key table holds a reference for the duration.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+/* Is [va, va + len) inside @m, with @access allowed and the same PD? */
+static bool mem_allows(const struct urxe_mem *m, uint32_t pd, uint64_t va,
+		       uint64_t len, unsigned int access)
+{
+	if (m->pd != pd || (m->access & access) != access)
+		return false;
+	if (va < m->iova || len > m->length || va - m->iova > m->length - len)
+		return false;
+	return true;
+}
+
+int urxe_mem_remote(struct urxe_engine *eng, uint32_t pd, uint32_t rkey,
+		    uint64_t va, uint64_t len, unsigned int access,
+		    struct urxe_mem **out, uint8_t **ptr)
+{
+	struct urxe_mem *m;
+
+	m = urxe_mem_get(eng, rkey, true);
+	if (!m)
+		return -EACCES;
+	if (!mem_allows(m, pd, va, len, access)) {
+		urxe_mem_put(m);
+		return -EACCES;
+	}
+	*out = m;
+	*ptr = m->addr + (va - m->iova);
+	return 0;
+}
+
+/*
+ * Walks @len bytes of the SGE list from byte @off, calling @fn on each
+ * contiguous piece.  Returns 0 or -EACCES for a bad key, range or right.
+ */
+static int sge_walk(struct urxe_engine *eng, uint32_t pd,
+		    const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
+		    uint32_t len, unsigned int access,
+		    void (*fn)(uint8_t *mem, uint8_t *buf, uint32_t n),
+		    uint8_t *buf)
+{
+	uint32_t i;
+
+	for (i = 0; i < nsge && len; i++) {
+		struct urxe_mem *m;
+		uint32_t n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = sge[i].length - off;
+		if (n > len)
+			n = len;
+		if (!n)
+			continue;
+		m = urxe_mem_get(eng, sge[i].lkey, false);
+		if (!m)
+			return -EACCES;
+		if (!mem_allows(m, pd, sge[i].addr + off, n, access)) {
+			urxe_mem_put(m);
+			return -EACCES;
+		}
+		fn(m->addr + (sge[i].addr + off - m->iova), buf, n);
+		urxe_mem_put(m);
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? -EINVAL : 0;
+}
+
+static void copy_from_mem(uint8_t *mem, uint8_t *buf, uint32_t n)
+{
+	memcpy(buf, mem, n);
+}
+
+static void copy_to_mem(uint8_t *mem, uint8_t *buf, uint32_t n)
+{
+	memcpy(mem, buf, n);
+}
+
+int urxe_sge_copy_out(struct urxe_engine *eng, uint32_t pd,
+		      const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
+		      void *dst, uint32_t len)
+{
+	return sge_walk(eng, pd, sge, nsge, off, len, 0, copy_from_mem, dst);
+}
+
+int urxe_sge_copy_in(struct urxe_engine *eng, uint32_t pd,
+		     const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
+		     const void *src, uint32_t len)
+{
+	return sge_walk(eng, pd, sge, nsge, off, len, IBV_ACCESS_LOCAL_WRITE,
+			copy_to_mem, (uint8_t *)src);
+}

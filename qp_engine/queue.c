@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Work queue and completion rings: power-of-two slot arrays with
+ * free-running indices.  Posters hold the ring's spinlock; the engine
+ * consumes under the progress lock.  prod is published with release
+ * ordering after the slot is written, read with acquire before it is read.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urxe/engine.h>
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+int urxe_wq_init(struct urxe_wq *q, uint32_t max_wr, uint32_t max_sge,
+		 uint32_t max_inline, size_t hdr_size)
+{
+	size_t data = (size_t)max_sge * sizeof(struct urxe_sge);
+	uint32_t slots = pow2_at_least(max_wr ? max_wr : 1);
+
+	memset(q, 0, sizeof(*q));
+	if (max_inline > data)
+		data = max_inline;
+	q->stride = (uint32_t)((hdr_size + data + 63) & ~(size_t)63);
+	q->mask = slots - 1;
+	q->max_wr = max_wr;
+	q->max_sge = max_sge;
+	q->max_inline = max_inline;
+	if (max_wr) {
+		q->buf = aligned_alloc(64, (size_t)slots * q->stride);
+		if (!q->buf)
+			return -ENOMEM;
+	}
+	pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE);
+	atomic_init(&q->prod, 0);
+	atomic_init(&q->cons, 0);
+	return 0;
+}
+
+void urxe_wq_fini(struct urxe_wq *q)
+{
+	free(q->buf);
+	q->buf = NULL;
+	pthread_spin_destroy(&q->lock);
+}
+
+int urxe_cq_ring_init(struct urxe_cq_ring *r, uint32_t cqe)
+{
+	uint32_t slots = pow2_at_least(cqe + 1);
+
+	memset(r, 0, sizeof(*r));
+	r->wc = calloc(slots, sizeof(*r->wc));
+	if (!r->wc)
+		return -ENOMEM;
+	r->mask = slots - 1;
+	r->cqe = cqe;
+	pthread_spin_init(&r->lock, PTHREAD_PROCESS_PRIVATE);
+	atomic_init(&r->prod, 0);
+	atomic_init(&r->cons, 0);
+	return 0;
+}
+
+void urxe_cq_ring_fini(struct urxe_cq_ring *r)
+{
+	free(r->wc);
+	r->wc = NULL;
+	pthread_spin_destroy(&r->lock);
+}
+
+bool urxe_cq_push(struct urxe_cq_ring *r, const struct ibv_wc *wc,
+		  bool solicited)
+{
+	bool fire = false, over = false;
+	uint32_t prod;
+
+	pthread_spin_lock(&r->lock);
+	prod = atomic_load_explicit(&r->prod, memory_order_relaxed);
+	/* The application sized the CQ at cqe entries: more is an overrun. */
+	if (prod - atomic_load_explicit(&r->cons, memory_order_acquire) >= r->cqe) {
+		over = !r->overflow;
+		r->overflow = true;
+	} else {
+		r->wc[prod & r->mask] = *wc;
+		atomic_store_explicit(&r->prod, prod + 1, memory_order_release);
+		if (r->armed == 1 || (r->armed == 2 && (solicited ||
+				      wc->status != IBV_WC_SUCCESS))) {
+			r->armed = 0;
+			fire = true;
+		}
+	}
+	pthread_spin_unlock(&r->lock);
+	if (over && r->overrun)
+		r->overrun(r);
+	if (fire && r->notify)
+		r->notify(r);
+	return !over && !r->overflow;
+}
+
+int urxe_cq_pop(struct urxe_cq_ring *r, int n, struct ibv_wc *wc)
+{
+	uint32_t cons, prod;
+	int i = 0;
+
+	pthread_spin_lock(&r->lock);
+	cons = atomic_load_explicit(&r->cons, memory_order_relaxed);
+	prod = atomic_load_explicit(&r->prod, memory_order_acquire);
+	for (; i < n && cons != prod; i++, cons++)
+		wc[i] = r->wc[cons & r->mask];
+	atomic_store_explicit(&r->cons, cons, memory_order_release);
+	pthread_spin_unlock(&r->lock);
+	return i;
+}

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The requester: turns send WQEs into request packets (IBA 9.7.1 - 9.7.4).
+ * Messages are cut at the path MTU; PSNs are assigned as packets first
+ * leave, so a go-back-N rewind resends the very same PSNs.  RC keeps at
+ * most URXE_WINDOW_PKTS packets unacknowledged (and as many READ response
+ * packets awaited): an unprivileged UDP socket holds ~208 KiB, and what
+ * overflows it is lost.  Progress lock held throughout.
+ */
+#include <string.h>
+
+#include "engine_int.h"
+#include "psn.h"
+
+uint32_t urxe_wqe_pkts(const struct urxe_eqp *qp,
+		       const struct urxe_send_wqe *wqe)
+{
+	unsigned int mtu = urxe_qp_mtu(qp);
+
+	switch (wqe->opcode) {
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return 1;
+	default:
+		return wqe->length ? (wqe->length + mtu - 1) / mtu : 1;
+	}
+}
+
+static bool is_rd_atomic(const struct urxe_send_wqe *wqe)
+{
+	return wqe->opcode == IBV_WR_RDMA_READ ||
+	       wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static enum urxe_transport qp_transport(const struct urxe_eqp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_UC:
+		return URXE_TR_UC;
+	case IBV_QPT_UD:
+		return URXE_TR_UD;
+	default:
+		return URXE_TR_RC;
+	}
+}
+
+/* The operation of one packet of a SEND or WRITE. */
+static enum urxe_op data_op(const struct urxe_send_wqe *wqe, bool first,
+			    bool last)
+{
+	bool send = wqe->opcode == IBV_WR_SEND ||
+		    wqe->opcode == IBV_WR_SEND_WITH_IMM ||
+		    wqe->opcode == IBV_WR_SEND_WITH_INV;
+	bool imm = wqe->opcode == IBV_WR_SEND_WITH_IMM ||
+		   wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = wqe->opcode == IBV_WR_SEND_WITH_INV;
+
+	if (send) {
+		if (first && last)
+			return imm ? URXE_OP_SEND_ONLY_IMM :
+			       inv ? URXE_OP_SEND_ONLY_INV : URXE_OP_SEND_ONLY;
+		if (first)
+			return URXE_OP_SEND_FIRST;
+		if (!last)
+			return URXE_OP_SEND_MIDDLE;
+		return imm ? URXE_OP_SEND_LAST_IMM :
+		       inv ? URXE_OP_SEND_LAST_INV : URXE_OP_SEND_LAST;
+	}
+	if (first && last)
+		return imm ? URXE_OP_WRITE_ONLY_IMM : URXE_OP_WRITE_ONLY;
+	if (first)
+		return URXE_OP_WRITE_FIRST;
+	if (!last)
+		return URXE_OP_WRITE_MIDDLE;
+	return imm ? URXE_OP_WRITE_LAST_IMM : URXE_OP_WRITE_LAST;
+}
+
+static void wqe_path(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe,
+		     struct urxe_tx_path *p)
+{
+	urxe_qp_path(qp, p);
+	if (qp->type != IBV_QPT_UD)
+		return;
+	p->dgid = &wqe->dgid;
+	p->sgid = wqe->sgid.global.interface_id || wqe->sgid.global.subnet_prefix ?
+		  &wqe->sgid : &qp->eng->gid0;
+	p->tclass = wqe->tclass;
+	p->hop_limit = wqe->hop_limit;
+}
+
+/* Writes the extension headers @oi asks for. */
+static void put_ext_hdrs(const struct urxe_eqp *qp,
+			 const struct urxe_send_wqe *wqe,
+			 const struct urxe_opinfo *oi, uint8_t *buf,
+			 uint64_t va, uint32_t len)
+{
+	if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_DETH)) {
+		/* IBA 10.2.5: a Q_Key with the high bit set means the QP's. */
+		uint32_t qkey = wqe->remote_qkey & 0x80000000u ?
+				qp->attr.qkey : wqe->remote_qkey;
+
+		urxe_deth_put(buf + oi->off[URXE_HDR_DETH], qkey, qp->qpn);
+	}
+	if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_RETH)) {
+		struct urxe_reth r = { va, wqe->rkey, len };
+
+		urxe_reth_put(buf + oi->off[URXE_HDR_RETH], &r);
+	}
+	if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_ATMETH)) {
+		struct urxe_atmeth a = { wqe->remote_addr, wqe->rkey, 0, 0 };
+
+		if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			a.swap_add = wqe->swap;
+			a.cmp = wqe->compare_add;
+		} else {
+			a.swap_add = wqe->compare_add;
+		}
+		urxe_atmeth_put(buf + oi->off[URXE_HDR_ATMETH], &a);
+	}
+	if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_IMMDT))
+		memcpy(buf + oi->off[URXE_HDR_IMMDT], &wqe->imm_inv, 4);
+	if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_IETH))
+		urxe_put32(buf + oi->off[URXE_HDR_IETH], wqe->imm_inv);
+}
+
+static void bth_init(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe,
+		     enum urxe_op op, bool last, struct urxe_bth *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->opcode = urxe_opcode(qp_transport(qp), op);
+	b->se = last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
+		(wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM ||
+		 wqe->opcode == IBV_WR_SEND_WITH_INV ||
+		 wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
+	b->pkey = 0xffff;
+	b->dqpn = qp->type == IBV_QPT_UD ? wqe->remote_qpn : qp->attr.dest_qpn;
+	b->psn = qp->psn;
+}
+
+/* One packet of a SEND or WRITE; returns 0 or -EACCES (local key). */
+static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+{
+	struct urxe_engine *eng = qp->eng;
+	uint32_t mtu = urxe_qp_mtu(qp), paylen = wqe->length - wqe->sent;
+	const struct urxe_opinfo *oi;
+	struct urxe_tx_path path;
+	struct urxe_bth bth;
+	bool first = wqe->sent == 0, last;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (paylen > mtu)
+		paylen = mtu;
+	last = wqe->sent + paylen == wqe->length;
+	bth_init(qp, wqe, data_op(wqe, first, last), last, &bth);
+	qp->unacked_pkts++;
+	bth.ackreq = qp->type == IBV_QPT_RC &&
+		     (last || qp->unacked_pkts >= URXE_ACK_EVERY);
+	if (bth.ackreq)
+		qp->unacked_pkts = 0;
+	oi = urxe_opinfo(bth.opcode);
+	buf = urxe_tx_begin(eng, &bth);
+	put_ext_hdrs(qp, wqe, oi, buf, wqe->remote_addr, wqe->length);
+	if (wqe->send_flags & IBV_SEND_INLINE)
+		memcpy(buf + oi->hdr_len, (uint8_t *)wqe->sge + wqe->sent, paylen);
+	else
+		rc = urxe_sge_copy_out(eng, qp->pd, wqe->sge, wqe->num_sge,
+				       wqe->sent, buf + oi->hdr_len, paylen);
+	if (rc)
+		return rc;	/* the packet is not committed */
+	wqe_path(qp, wqe, &path);
+	urxe_tx_commit(eng, &path, oi, paylen);
+	wqe->sent += paylen;
+	qp->psn = urxe_psn_add(qp->psn, 1);
+	if (last)
+		wqe->state = URXE_WQE_SENT;
+	return 0;
+}
+
+/*
+ * A READ request for the part of the message not yet received, or an
+ * atomic request.  Response packets count against the window: a large
+ * READ is asked for in pieces, each a READ request of its own.
+ */
+static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+{
+	uint32_t mtu = urxe_qp_mtu(qp), len = 0, npkts = 1;
+	const struct urxe_opinfo *oi;
+	struct urxe_tx_path path;
+	struct urxe_bth bth;
+	enum urxe_op op;
+	uint8_t *buf;
+
+	if (wqe->opcode == IBV_WR_RDMA_READ) {
+		op = URXE_OP_READ_REQ;
+		len = wqe->length - wqe->sent;
+		if (len > URXE_WINDOW_PKTS * mtu)
+			len = URXE_WINDOW_PKTS * mtu;
+		npkts = len ? (len + mtu - 1) / mtu : 1;
+	} else {
+		op = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+		     URXE_OP_CMP_SWAP : URXE_OP_FETCH_ADD;
+	}
+	bth_init(qp, wqe, op, true, &bth);
+	bth.ackreq = 1;
+	qp->unacked_pkts = 0;
+	oi = urxe_opinfo(bth.opcode);
+	buf = urxe_tx_begin(qp->eng, &bth);
+	put_ext_hdrs(qp, wqe, oi, buf, wqe->remote_addr + wqe->sent, len);
+	wqe_path(qp, wqe, &path);
+	urxe_tx_commit(qp->eng, &path, oi, 0);
+	qp->resp_pkts += npkts;
+	qp->rd_outstanding++;
+	wqe->sent += len;
+	qp->psn = urxe_psn_add(qp->psn, npkts);
+	if (wqe->sent == wqe->length)
+		wqe->state = URXE_WQE_SENT;
+}
+
+/* May @wqe send (more) now? */
+static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
+{
+	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+	if (qp->type != IBV_QPT_RC)
+		return true;
+	if ((uint32_t)urxe_psn_diff(qp->psn, qp->acked_psn) >= URXE_WINDOW_PKTS)
+		return false;
+	if (is_rd_atomic(wqe)) {
+		if (qp->rd_outstanding >= max_rd)
+			return false;
+		if (qp->resp_pkts >= URXE_WINDOW_PKTS)
+			return false;
+	}
+	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs and atomics. */
+	if ((wqe->send_flags & IBV_SEND_FENCE) && wqe->state == URXE_WQE_POSTED &&
+	    qp->rd_outstanding)
+		return false;
+	return true;
+}
+
+static void start_wqe(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+{
+	wqe->state = URXE_WQE_SENDING;
+	wqe->first_psn = qp->psn;
+	wqe->last_psn = urxe_psn_add(qp->psn, urxe_wqe_pkts(qp, wqe) - 1);
+	wqe->sent = 0;
+	wqe->rcvd = 0;
+	wqe->status = IBV_WC_SUCCESS;
+}
+
+/* Sends what @wqe may send now; false when it must wait. */
+static bool send_wqe(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+{
+	while (wqe->state != URXE_WQE_SENT) {
+		if (!may_send(qp, wqe))
+			return false;
+		if (wqe->state == URXE_WQE_POSTED)
+			start_wqe(qp, wqe);
+		if (is_rd_atomic(wqe)) {
+			send_rd_atomic_pkt(qp, wqe);
+			continue;
+		}
+		if (send_data_pkt(qp, wqe)) {
+			urxe_comp_send(qp, wqe, IBV_WC_LOC_PROT_ERR);
+			urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
+			return false;
+		}
+	}
+	return true;
+}
+
+void urxe_req_run(struct urxe_eqp *qp)
+{
+	uint32_t prod;
+
+	if (qp->attr.state != IBV_QPS_RTS || qp->rnr_deadline)
+		return;
+	prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
+	while (qp->sq_next != prod) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_next);
+
+		if (!send_wqe(qp, wqe))
+			break;
+		qp->sq_next++;
+		/* Unreliable transports complete once the packets are out. */
+		if (qp->type != IBV_QPT_RC)
+			urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
+		else if (!qp->retx_deadline && qp->attr.timeout)
+			urxe_timer_set(qp, &qp->retx_deadline, urxe_now(qp->eng) +
+				       (4096ull << qp->attr.timeout));
+	}
+	if (qp->type == IBV_QPT_RC && qp->sq_next != qp->sq_comp &&
+	    !qp->retx_deadline && qp->attr.timeout)
+		urxe_timer_set(qp, &qp->retx_deadline, urxe_now(qp->eng) +
+			       (4096ull << qp->attr.timeout));
+}
+
+void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
+{
+	uint32_t mtu = urxe_qp_mtu(qp), i;
+
+	qp->rd_outstanding = 0;
+	qp->resp_pkts = 0;
+	qp->unacked_pkts = 0;
+	for (i = qp->sq_comp; i != qp->sq_next + 1; i++) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, i);
+
+		if (i == atomic_load(&qp->sq.prod))
+			break;
+		if (wqe->state == URXE_WQE_DONE || wqe->state == URXE_WQE_POSTED)
+			continue;
+		if (urxe_psn_before(wqe->last_psn, psn))
+			continue;	/* wholly acknowledged, awaiting its turn */
+		/* Resend from the packet holding @psn (or the WQE's start). */
+		if (urxe_psn_before(psn, wqe->first_psn))
+			psn = wqe->first_psn;
+		wqe->sent = is_rd_atomic(wqe) && wqe->opcode != IBV_WR_RDMA_READ ?
+			    0 : (uint32_t)urxe_psn_diff(psn, wqe->first_psn) * mtu;
+		if (wqe->opcode == IBV_WR_RDMA_READ)
+			wqe->sent = wqe->rcvd;
+		wqe->state = URXE_WQE_SENDING;
+		qp->sq_next = i;
+		qp->psn = wqe->opcode == IBV_WR_RDMA_READ ?
+			  urxe_psn_add(wqe->first_psn, wqe->rcvd / mtu) : psn;
+		/* Later WQEs go again from the start, with the same PSNs. */
+		for (i++; i != atomic_load(&qp->sq.prod); i++) {
+			struct urxe_send_wqe *w = urxe_wq_slot(&qp->sq, i);
+
+			if (w->state == URXE_WQE_POSTED)
+				break;
+			w->state = URXE_WQE_POSTED;
+		}
+		return;
+	}
+}

@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The responder (IBA 9.7.4 - 9.7.5): checks each request's PSN, places
+ * SEND payload in receive WQEs and WRITE payload in registered memory,
+ * answers READs and atomics (keeping what it answered for replay), and
+ * acknowledges.  Duplicates are re-acknowledged or replayed, never
+ * executed twice; an out-of-sequence request earns one PSN-sequence NAK.
+ * Progress lock held throughout.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "psn.h"
+
+/* ---- sending ACKs, NAKs and responses ---- */
+
+static void send_aeth(struct urxe_eqp *qp, uint32_t psn, uint8_t syndrome)
+{
+	const struct urxe_opinfo *oi = urxe_opinfo(URXE_OP_ACK);
+	struct urxe_tx_path path;
+	struct urxe_bth bth = {
+		.opcode = URXE_OP_ACK, .pkey = 0xffff,
+		.dqpn = qp->attr.dest_qpn, .psn = psn,
+	};
+	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
+
+	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH], syndrome, qp->msn);
+	urxe_qp_path(qp, &path);
+	urxe_tx_commit(qp->eng, &path, oi, 0);
+}
+
+/* The coalesced ACK of everything up to epsn - 1. */
+void urxe_resp_send_ack(struct urxe_eqp *qp)
+{
+	qp->ack_pending = false;
+	if (qp->attr.state == IBV_QPS_ERR || qp->attr.state == IBV_QPS_RESET)
+		return;
+	send_aeth(qp, qp->ack_psn, URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID);
+}
+
+static void schedule_ack(struct urxe_eqp *qp, uint32_t psn)
+{
+	qp->ack_psn = psn;
+	if (!qp->ack_pending) {
+		qp->ack_pending = true;
+		urxe_qp_schedule(qp);
+	}
+}
+
+static void send_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t code)
+{
+	send_aeth(qp, psn, URXE_AETH_NAK | code);
+}
+
+/* READ response packets for @res from @psn on. */
+static void send_read_resp(struct urxe_eqp *qp, const struct urxe_rd_res *res,
+			   uint32_t psn)
+{
+	uint32_t mtu = urxe_qp_mtu(qp);
+	uint32_t off = (uint32_t)urxe_psn_diff(psn, res->first_psn) * mtu;
+	struct urxe_tx_path path;
+	struct urxe_mem *mem = NULL;
+	uint8_t *src = NULL;
+
+	if (res->length &&
+	    urxe_mem_remote(qp->eng, qp->pd, res->rkey, res->va, res->length,
+			    IBV_ACCESS_REMOTE_READ, &mem, &src))
+		return;		/* deregistered since: the requester times out */
+	urxe_qp_path(qp, &path);
+	do {
+		uint32_t n = res->length - off < mtu ? res->length - off : mtu;
+		bool first = off == 0, last = off + n == res->length;
+		enum urxe_op op = first && last ? URXE_OP_READ_RESP_ONLY :
+				  first ? URXE_OP_READ_RESP_FIRST :
+				  last ? URXE_OP_READ_RESP_LAST :
+					 URXE_OP_READ_RESP_MIDDLE;
+		struct urxe_bth bth = {
+			.opcode = urxe_opcode(URXE_TR_RC, op), .pkey = 0xffff,
+			.dqpn = qp->attr.dest_qpn, .psn = psn,
+		};
+		const struct urxe_opinfo *oi = urxe_opinfo(bth.opcode);
+		uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
+
+		if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_AETH))
+			urxe_aeth_put(buf + oi->off[URXE_HDR_AETH],
+				      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID,
+				      qp->msn);
+		if (n)
+			memcpy(buf + oi->hdr_len, src + off, n);
+		urxe_tx_commit(qp->eng, &path, oi, n);
+		off += n;
+		psn = urxe_psn_add(psn, 1);
+	} while (off < res->length);
+	if (mem)
+		urxe_mem_put(mem);
+}
+
+static void send_atomic_ack(struct urxe_eqp *qp, const struct urxe_rd_res *res)
+{
+	const struct urxe_opinfo *oi =
+		urxe_opinfo(urxe_opcode(URXE_TR_RC, URXE_OP_ATOMIC_ACK));
+	struct urxe_tx_path path;
+	struct urxe_bth bth = {
+		.opcode = urxe_opcode(URXE_TR_RC, URXE_OP_ATOMIC_ACK),
+		.pkey = 0xffff, .dqpn = qp->attr.dest_qpn, .psn = res->first_psn,
+	};
+	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
+
+	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH],
+		      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID, qp->msn);
+	urxe_put64(buf + oi->off[URXE_HDR_ATMACK], res->orig);
+	urxe_qp_path(qp, &path);
+	urxe_tx_commit(qp->eng, &path, oi, 0);
+}
+
+/* ---- receive completions ---- */
+
+static void push_recv_cqe(struct urxe_eqp *qp, struct ibv_wc *wc, bool se)
+{
+	wc->qp_num = qp->qpn;
+	urxe_cq_push(qp->rcq, wc, se);
+}
+
+static struct urxe_recv_wqe *rq_head(struct urxe_eqp *qp)
+{
+	uint32_t cons = atomic_load_explicit(&qp->rq.cons, memory_order_relaxed);
+
+	if (cons == atomic_load_explicit(&qp->rq.prod, memory_order_acquire))
+		return NULL;
+	return urxe_wq_slot(&qp->rq, cons);
+}
+
+static void rq_pop(struct urxe_eqp *qp)
+{
+	atomic_store_explicit(&qp->rq.cons, atomic_load(&qp->rq.cons) + 1,
+			      memory_order_release);
+}
+
+static void complete_recv(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
+			  enum ibv_wc_status status, enum ibv_wc_opcode op,
+			  uint32_t len, const struct urxe_bth *bth,
+			  const struct urxe_opinfo *oi, const uint8_t *pkt)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = rwqe->wr_id;
+	wc.status = status;
+	wc.opcode = op;
+	wc.byte_len = len;
+	if (oi && (oi->flags & URXE_F_IMM)) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		memcpy(&wc.imm_data, pkt + oi->off[URXE_HDR_IMMDT], 4);
+	}
+	if (oi && (oi->flags & URXE_F_INV)) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = urxe_get32(pkt + oi->off[URXE_HDR_IETH]);
+	}
+	if (qp->type == IBV_QPT_UD && pkt && oi) {
+		wc.src_qp = urxe_get24(pkt + oi->off[URXE_HDR_DETH] + 5);
+		wc.wc_flags |= IBV_WC_GRH;
+	}
+	rq_pop(qp);
+	push_recv_cqe(qp, &wc, bth && bth->se);
+}
+
+/* ---- request handling ---- */
+
+/* A failed request: NAK it, complete what it touched, QP to error. */
+static void resp_error(struct urxe_eqp *qp, uint32_t psn, uint8_t code,
+		       enum ibv_event_type ev)
+{
+	if (qp->type == IBV_QPT_RC)
+		send_nak(qp, psn, code);
+	urxe_qp_error(qp, ev);
+}
+
+static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		       const struct urxe_opinfo *oi, const uint8_t *pkt,
+		       uint32_t paylen)
+{
+	struct urxe_recv_wqe *rwqe;
+
+	if (oi->flags & URXE_F_FIRST) {
+		rwqe = rq_head(qp);
+		if (!rwqe)
+			return -EAGAIN;		/* receiver not ready */
+		qp->rq_active = true;
+		qp->rq_off = 0;
+	} else if (!qp->rq_active) {
+		return -EPROTO;			/* a middle with no first */
+	}
+	rwqe = rq_head(qp);
+	if (qp->rq_off + paylen > rwqe->length) {
+		complete_recv(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0,
+			      bth, NULL, NULL);
+		qp->rq_active = false;
+		return -EMSGSIZE;
+	}
+	if (urxe_sge_copy_in(qp->eng, qp->pd, rwqe->sge, rwqe->num_sge,
+			     qp->rq_off, pkt + oi->hdr_len, paylen)) {
+		complete_recv(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0,
+			      bth, NULL, NULL);
+		qp->rq_active = false;
+		return -EACCES;
+	}
+	qp->rq_off += paylen;
+	if (oi->flags & URXE_F_LAST) {
+		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, qp->rq_off,
+			      bth, oi, pkt);
+		qp->rq_active = false;
+	}
+	return 0;
+}
+
+static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
+			const struct urxe_opinfo *oi, const uint8_t *pkt,
+			uint32_t paylen)
+{
+	struct urxe_recv_wqe *rwqe = NULL;
+
+	if (oi->flags & URXE_F_FIRST) {
+		struct urxe_reth r;
+		uint8_t *dst;
+
+		urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
+		/* RDMA WRITE with immediate consumes a receive: check first. */
+		if ((oi->flags & URXE_F_IMM) && !rq_head(qp))
+			return -EAGAIN;
+		if (!(qp->attr.access & IBV_ACCESS_REMOTE_WRITE))
+			return -EACCES;
+		if (r.len && urxe_mem_remote(qp->eng, qp->pd, r.rkey, r.va, r.len,
+					     IBV_ACCESS_REMOTE_WRITE,
+					     &qp->wr_mem, &dst))
+			return -EACCES;
+		if (!r.len)
+			qp->wr_mem = NULL;
+		qp->wr_va = (uint64_t)(uintptr_t)(r.len ? dst : NULL);
+		qp->wr_resid = r.len;
+		qp->rq_off = r.len;		/* byte_len of WRITE_WITH_IMM */
+	} else if (!qp->wr_mem && qp->wr_resid) {
+		return -EPROTO;
+	}
+	if (paylen > qp->wr_resid || ((oi->flags & URXE_F_LAST) &&
+				      paylen != qp->wr_resid))
+		return -EMSGSIZE;
+	if (paylen) {
+		memcpy((uint8_t *)(uintptr_t)qp->wr_va, pkt + oi->hdr_len, paylen);
+		qp->wr_va += paylen;
+		qp->wr_resid -= paylen;
+	}
+	if (!(oi->flags & URXE_F_LAST))
+		return 0;
+	if (qp->wr_mem)
+		urxe_mem_put(qp->wr_mem);
+	qp->wr_mem = NULL;
+	if (oi->flags & URXE_F_IMM) {
+		rwqe = rq_head(qp);
+		if (!rwqe)
+			return -EAGAIN;
+		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+			      qp->rq_off, bth, oi, pkt);
+	}
+	return 0;
+}
+
+static struct urxe_rd_res *rd_res_new(struct urxe_eqp *qp)
+{
+	struct urxe_rd_res *res = &qp->rd_res[qp->rd_res_next];
+
+	qp->rd_res_next = (qp->rd_res_next + 1) % qp->rd_res_n;
+	memset(res, 0, sizeof(*res));
+	return res;
+}
+
+static int handle_read(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		       const struct urxe_opinfo *oi, const uint8_t *pkt)
+{
+	uint32_t mtu = urxe_qp_mtu(qp);
+	struct urxe_rd_res *res;
+	struct urxe_mem *mem;
+	struct urxe_reth r;
+	uint8_t *src;
+
+	urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
+	if (!(qp->attr.access & IBV_ACCESS_REMOTE_READ) || !qp->rd_res)
+		return -EACCES;
+	if (r.len && urxe_mem_remote(qp->eng, qp->pd, r.rkey, r.va, r.len,
+				     IBV_ACCESS_REMOTE_READ, &mem, &src))
+		return -EACCES;
+	if (r.len)
+		urxe_mem_put(mem);
+	res = rd_res_new(qp);
+	res->valid = true;
+	res->va = r.va;
+	res->rkey = r.rkey;
+	res->length = r.len;
+	res->first_psn = bth->psn;
+	res->last_psn = urxe_psn_add(bth->psn, r.len ? (r.len + mtu - 1) / mtu - 1 : 0);
+	qp->msn++;
+	send_read_resp(qp, res, bth->psn);
+	qp->epsn = urxe_psn_add(res->last_psn, 1);
+	return 0;
+}
+
+static int handle_atomic(struct urxe_eqp *qp, const struct urxe_bth *bth,
+			 const struct urxe_opinfo *oi, const uint8_t *pkt)
+{
+	struct urxe_rd_res *res;
+	struct urxe_atmeth a;
+	struct urxe_mem *mem;
+	uint64_t *target, orig;
+	uint8_t *p;
+
+	urxe_atmeth_get(pkt + oi->off[URXE_HDR_ATMETH], &a);
+	if (!(qp->attr.access & IBV_ACCESS_REMOTE_ATOMIC) || !qp->rd_res)
+		return -EACCES;
+	if (a.va & 7)
+		return -EPROTO;		/* IBA 9.4.5: misaligned is invalid */
+	if (urxe_mem_remote(qp->eng, qp->pd, a.rkey, a.va, 8,
+			    IBV_ACCESS_REMOTE_ATOMIC, &mem, &p))
+		return -EACCES;
+	target = (uint64_t *)(void *)p;
+	if (urxe_opcode_op(bth->opcode) == URXE_OP_CMP_SWAP) {
+		orig = a.cmp;
+		__atomic_compare_exchange_n(target, &orig, a.swap_add, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(target, a.swap_add, __ATOMIC_SEQ_CST);
+	}
+	urxe_mem_put(mem);
+	res = rd_res_new(qp);
+	res->valid = true;
+	res->atomic = true;
+	res->first_psn = res->last_psn = bth->psn;
+	res->orig = orig;
+	qp->msn++;
+	send_atomic_ack(qp, res);
+	qp->epsn = urxe_psn_add(bth->psn, 1);
+	return 0;
+}
+
+/* IBA 9.7.5.1.2: a duplicate is re-acknowledged or its answer replayed. */
+static void handle_duplicate(struct urxe_eqp *qp, const struct urxe_bth *bth,
+			     const struct urxe_opinfo *oi)
+{
+	uint32_t i;
+
+	if (!(oi->flags & (URXE_F_READ | URXE_F_ATOMIC))) {
+		if (bth->ackreq)
+			schedule_ack(qp, urxe_psn_add(qp->epsn, URXE_PSN_MASK));
+		return;
+	}
+	for (i = 0; i < qp->rd_res_n; i++) {
+		struct urxe_rd_res *res = &qp->rd_res[i];
+
+		if (!res->valid || urxe_psn_before(bth->psn, res->first_psn) ||
+		    urxe_psn_before(res->last_psn, bth->psn))
+			continue;
+		if (res->atomic && !(oi->flags & URXE_F_ATOMIC))
+			return;
+		if (res->atomic)
+			send_atomic_ack(qp, res);	/* never executed twice */
+		else
+			send_read_resp(qp, res, bth->psn);
+		return;
+	}
+}
+
+/* Maps a handler's failure to the NAK and the affiliated event. */
+static void request_failed(struct urxe_eqp *qp, const struct urxe_bth *bth,
+			   int rc)
+{
+	switch (rc) {
+	case -EAGAIN:
+		/* IBA 9.7.5.2.8: RNR NAK carrying our min_rnr_timer. */
+		if (qp->type == IBV_QPT_RC)
+			send_aeth(qp, bth->psn, URXE_AETH_RNR_NAK |
+				  (qp->attr.min_rnr_timer & 0x1f));
+		break;
+	case -EACCES:
+		resp_error(qp, bth->psn, URXE_NAK_REM_ACCESS,
+			   IBV_EVENT_QP_ACCESS_ERR);
+		break;
+	case -EPROTO:
+	case -EMSGSIZE:
+		resp_error(qp, bth->psn, URXE_NAK_INVALID_REQ,
+			   IBV_EVENT_QP_REQ_ERR);
+		break;
+	default:
+		resp_error(qp, bth->psn, URXE_NAK_REM_OP, IBV_EVENT_QP_FATAL);
+		break;
+	}
+}
+
+/* UC: a gap loses the message in progress; resume at the next first. */
+static bool uc_sequence(struct urxe_eqp *qp, const struct urxe_bth *bth,
+			const struct urxe_opinfo *oi)
+{
+	if (bth->psn == qp->epsn)
+		return true;
+	if (qp->rq_active) {
+		qp->rq_active = false;		/* the receive WQE is reused */
+	}
+	if (qp->wr_mem) {
+		urxe_mem_put(qp->wr_mem);
+		qp->wr_mem = NULL;
+	}
+	qp->wr_resid = 0;
+	if (!(oi->flags & URXE_F_FIRST))
+		return false;
+	qp->epsn = bth->psn;
+	return true;
+}
+
+/*
+ * The 40 bytes in front of every UD receive: for IPv4, 20 zero bytes and
+ * the IPv4 header (with a valid checksum: applications check it); for
+ * IPv6, the IPv6 header.  Built from what the socket told us.
+ */
+static void ud_grh(uint8_t *grh, const struct urxe_rx_meta *meta,
+		   uint32_t paylen)
+{
+	static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+	uint32_t roce = URXE_BTH_LEN + URXE_DETH_LEN + paylen + URXE_ICRC_LEN;
+	uint32_t sum = 0;
+	int i;
+
+	memset(grh, 0, 40);
+	if (!memcmp(meta->sgid.raw, v4_prefix, 12)) {
+		uint8_t *ip = grh + 20;
+
+		ip[0] = 0x45;
+		ip[1] = meta->tos;
+		urxe_put16(ip + 2, (uint16_t)(20 + 8 + roce));
+		ip[6] = 0x40;			/* DF */
+		ip[8] = meta->ttl;
+		ip[9] = 17;
+		memcpy(ip + 12, meta->sgid.raw + 12, 4);
+		memcpy(ip + 16, meta->dgid.raw + 12, 4);
+		for (i = 0; i < 20; i += 2)
+			sum += urxe_get16(ip + i);
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		urxe_put16(ip + 10, (uint16_t)~sum);
+		return;
+	}
+	urxe_put32(grh, 6u << 28 | (uint32_t)meta->tos << 20);
+	urxe_put16(grh + 4, (uint16_t)(8 + roce));
+	grh[6] = 17;
+	grh[7] = meta->ttl;
+	memcpy(grh + 8, meta->sgid.raw, 16);
+	memcpy(grh + 24, meta->dgid.raw, 16);
+}
+
+static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		     const struct urxe_opinfo *oi, const uint8_t *pkt,
+		     uint32_t paylen, const struct urxe_rx_meta *meta)
+{
+	uint8_t grh[40];
+	struct urxe_recv_wqe *rwqe;
+	uint32_t qkey = urxe_get32(pkt + oi->off[URXE_HDR_DETH]);
+
+	if (qkey != qp->attr.qkey)
+		return;				/* IBA 10.2.5: Q_Key violation */
+	rwqe = rq_head(qp);
+	if (!rwqe)
+		return;				/* UD drops when not ready */
+	if (paylen + sizeof(grh) > rwqe->length) {
+		complete_recv(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, bth,
+			      NULL, NULL);
+		return;
+	}
+	ud_grh(grh, meta, paylen);
+	if (urxe_sge_copy_in(qp->eng, qp->pd, rwqe->sge, rwqe->num_sge, 0, grh,
+			     sizeof(grh)) ||
+	    urxe_sge_copy_in(qp->eng, qp->pd, rwqe->sge, rwqe->num_sge,
+			     sizeof(grh), pkt + oi->hdr_len, paylen)) {
+		complete_recv(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, bth,
+			      NULL, NULL);
+		return;
+	}
+	complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      paylen + (uint32_t)sizeof(grh), bth, oi, pkt);
+}
+
+void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		     const struct urxe_opinfo *oi, const uint8_t *pkt,
+		     uint32_t paylen, const struct urxe_rx_meta *meta)
+{
+	int rc;
+
+	if (qp->attr.state == IBV_QPS_RESET || qp->attr.state == IBV_QPS_INIT ||
+	    qp->attr.state == IBV_QPS_ERR)
+		return;
+	if (qp->type == IBV_QPT_UD) {
+		ud_input(qp, bth, oi, pkt, paylen, meta);
+		return;
+	}
+	if (qp->type == IBV_QPT_UC) {
+		if (!uc_sequence(qp, bth, oi))
+			return;
+	} else if (bth->psn != qp->epsn) {
+		if (urxe_psn_before(bth->psn, qp->epsn)) {
+			handle_duplicate(qp, bth, oi);
+		} else if (!qp->nak_seq_sent) {
+			qp->nak_seq_sent = true;
+			send_nak(qp, qp->epsn, URXE_NAK_PSN_SEQ);
+		}
+		return;
+	}
+	qp->nak_seq_sent = false;
+	if (oi->flags & URXE_F_SEND)
+		rc = handle_send(qp, bth, oi, pkt, paylen);
+	else if (oi->flags & URXE_F_WRITE)
+		rc = handle_write(qp, bth, oi, pkt, paylen);
+	else if (oi->flags & URXE_F_READ)
+		rc = handle_read(qp, bth, oi, pkt);
+	else
+		rc = handle_atomic(qp, bth, oi, pkt);
+	if (rc) {
+		if (qp->type == IBV_QPT_RC)
+			request_failed(qp, bth, rc);
+		else if (rc != -EAGAIN)
+			urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
+		return;
+	}
+	if (oi->flags & (URXE_F_READ | URXE_F_ATOMIC))
+		return;		/* epsn and msn moved; the response acknowledges */
+	if (oi->flags & URXE_F_LAST)
+		qp->msn++;
+	qp->epsn = urxe_psn_add(bth->psn, 1);
+	if (qp->type == IBV_QPT_RC && bth->ackreq)
+		schedule_ack(qp, bth->psn);
+}
+
+void urxe_resp_flush(struct urxe_eqp *qp)
+{
+	struct urxe_recv_wqe *rwqe;
+
+	if (qp->wr_mem) {
+		urxe_mem_put(qp->wr_mem);
+		qp->wr_mem = NULL;
+	}
+	qp->rq_active = false;
+	qp->ack_pending = false;
+	if (!qp->rq.buf)
+		return;
+	while ((rwqe = rq_head(qp)))
+		complete_recv(qp, rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL,
+			      NULL, NULL);
+}
