@@ -214,7 +214,7 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	qp->rd_outstanding++;
 	wqe->sent += len;
 	qp->psn = urxe_psn_add(qp->psn, npkts);
-	if (wqe->sent == wqe->length)
+	if (op != URXE_OP_READ_REQ || wqe->sent == wqe->length)
 		wqe->state = URXE_WQE_SENT;
 }
 

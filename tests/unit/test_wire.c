@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <urxe/engine.h>
+
 #include "hdr.h"
 #include "icrc.h"
 #include "opcode.h"
@@ -174,6 +176,50 @@ START_TEST(icrc_kernel_vectors)
 }
 END_TEST
 
+/*
+ * Through a UDP socket the IPv4 ID is unknown: kernel rxe increments it,
+ * and the receive check solves for it.  Every vector passes; a corrupted
+ * payload byte or a wrong address does not.
+ */
+START_TEST(icrc_rx_solves_ipv4_id)
+{
+	char errbuf[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *h;
+	const u_char *data;
+	unsigned int n = 0;
+	pcap_t *p;
+
+	p = pcap_open_offline(URXE_VECTORS "/kernel-rxe-rc-send.pcap", errbuf);
+	ck_assert_msg(p, "%s", errbuf);
+	while (pcap_next_ex(p, &h, &data) == 1) {
+		const uint8_t *ip = data + 14, *udp = ip + 20, *roce = udp + 8;
+		uint32_t len = h->caplen - 14 - 20 - 8;
+		struct urxe_rx_meta meta;
+		uint8_t copy[4096];
+
+		memset(&meta, 0, sizeof(meta));
+		meta.sgid.raw[10] = meta.sgid.raw[11] = 0xff;
+		meta.dgid.raw[10] = meta.dgid.raw[11] = 0xff;
+		memcpy(meta.sgid.raw + 12, ip + 12, 4);
+		memcpy(meta.dgid.raw + 12, ip + 16, 4);
+		meta.sport = urxe_get16(udp);
+		meta.dport = urxe_get16(udp + 2);
+		ck_assert_uint_ne(urxe_get16(ip + 4), 0);	/* real IDs */
+		ck_assert_msg(urxe_icrc_check_rx(roce, len, &meta),
+			      "frame %u rejected", n);
+		ck_assert_uint_le(len, sizeof(copy));
+		memcpy(copy, roce, len);
+		copy[len / 2] ^= 0x10;
+		ck_assert(!urxe_icrc_check_rx(copy, len, &meta));
+		meta.dgid.raw[15] ^= 1;
+		ck_assert(!urxe_icrc_check_rx(roce, len, &meta));
+		n++;
+	}
+	pcap_close(p);
+	ck_assert_uint_eq(n, 80);
+}
+END_TEST
+
 /* A flipped bit anywhere outside the masked fields changes the ICRC. */
 START_TEST(icrc_covers_invariant_fields)
 {
@@ -219,6 +265,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, psn_arith);
 	tcase_add_test(tc, icrc_kernel_vectors);
 	tcase_add_test(tc, icrc_covers_invariant_fields);
+	tcase_add_test(tc, icrc_rx_solves_ipv4_id);
 	suite_add_tcase(s, tc);
 	return s;
 }

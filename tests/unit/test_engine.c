@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The transport engine driven deterministically: two engines in one
+ * thread, a fake clock, and a "wire" that is a queue in this file (with
+ * optional loss).  RC SEND, WRITE (+IMM), READ and atomics move real bytes
+ * between registered buffers; a lost packet is recovered by a PSN-sequence
+ * NAK or by the transport timer; an RNR NAK waits out its timer; remote
+ * access violations end in the statuses the IBA prescribes.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urxe/engine.h>
+
+#include "hdr.h"
+
+#define MAXPKT 4096
+#define NENG 2
+
+struct wire_pkt {
+	uint8_t data[4200];
+	uint32_t len;
+	union ibv_gid src, dst;
+	uint16_t sport;
+};
+
+static struct wire_pkt *wire;
+static unsigned int wire_n;
+static unsigned int wire_sent;	/* packets ever sent */
+static int drop_at = -1;	/* drop the packet with this serial */
+static uint64_t fake_now;
+
+struct node {
+	struct urxe_engine *eng;
+	union ibv_gid gid;
+	struct urxe_eqp qp;
+	struct urxe_cq_ring cq;
+	struct urxe_mem mem;
+	uint8_t *buf;
+};
+
+static struct node nodes[NENG];
+
+static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
+{
+	unsigned int i;
+
+	(void)priv;
+	for (i = 0; i < n; i++) {
+		struct wire_pkt *w;
+
+		if ((int)wire_sent++ == drop_at)
+			continue;
+		ck_assert_uint_lt(wire_n, MAXPKT);
+		ck_assert_uint_le(pkts[i].len, sizeof(w->data));
+		w = &wire[wire_n++];
+		ck_assert_uint_eq(pkts[i].niov, 1);
+		memcpy(w->data, pkts[i].iov[0].iov_base, pkts[i].len);
+		w->len = pkts[i].len;
+		w->src = pkts[i].sgid;
+		w->dst = pkts[i].dgid;
+		w->sport = pkts[i].sport;
+	}
+	return (int)n;
+}
+
+static uint64_t wire_now(void *priv)
+{
+	(void)priv;
+	return fake_now;
+}
+
+/* Delivers every queued packet addressed to @eng's node. */
+static int wire_rx(void *priv, struct urxe_engine *eng, int budget)
+{
+	struct node *me = priv;
+	unsigned int i, kept = 0;
+	int n = 0;
+
+	(void)budget;
+	for (i = 0; i < wire_n; i++) {
+		struct wire_pkt w = wire[i];
+		struct urxe_rx_meta meta = {
+			.sgid = w.src, .dgid = w.dst, .sport = w.sport,
+			.dport = URXE_ROCE_UDP_PORT,
+		};
+
+		if (memcmp(&w.dst, &me->gid, sizeof(w.dst))) {
+			wire[kept++] = w;
+			continue;
+		}
+		urxe_engine_input(eng, w.data, w.len, &meta);
+		n++;
+	}
+	wire_n = kept;
+	return n;
+}
+
+static const struct urxe_engine_ops wire_ops = {
+	.xmit = wire_xmit,
+	.now = wire_now,
+	.rx_poll = wire_rx,
+};
+
+static void gid_v4(union ibv_gid *g, uint8_t last)
+{
+	memset(g, 0, sizeof(*g));
+	g->raw[10] = g->raw[11] = 0xff;
+	g->raw[12] = 127;
+	g->raw[13] = 117;
+	g->raw[14] = 1;
+	g->raw[15] = last;
+}
+
+static void node_init(struct node *nd, unsigned int slot, size_t bufsz)
+{
+	struct urxe_engine_conf conf = { .slot = slot, .ops = &wire_ops, .priv = nd };
+
+	memset(nd, 0, sizeof(*nd));
+	gid_v4(&nd->gid, (uint8_t)(slot + 1));
+	conf.gid0 = nd->gid;
+	ck_assert_int_eq(urxe_engine_create(&conf, &nd->eng), 0);
+	nd->buf = calloc(1, bufsz);
+	nd->mem.addr = nd->buf;
+	nd->mem.iova = (uint64_t)(uintptr_t)nd->buf;
+	nd->mem.length = bufsz;
+	nd->mem.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	nd->mem.pd = 7;
+	ck_assert_int_gt(urxe_engine_mem_add(nd->eng, &nd->mem), 0);
+	ck_assert_int_eq(urxe_cq_ring_init(&nd->cq, 256), 0);
+	nd->qp.type = IBV_QPT_RC;
+	nd->qp.pd = 7;
+	nd->qp.scq = nd->qp.rcq = &nd->cq;
+	ck_assert_int_eq(urxe_wq_init(&nd->qp.sq, 64, 4, 64,
+				      sizeof(struct urxe_send_wqe)), 0);
+	ck_assert_int_eq(urxe_wq_init(&nd->qp.rq, 64, 4, 0,
+				      sizeof(struct urxe_recv_wqe)), 0);
+	ck_assert_int_eq(urxe_engine_qp_add(nd->eng, &nd->qp), 0);
+}
+
+static void connect(struct node *a, struct node *b, unsigned int mtu)
+{
+	struct urxe_qp_attr at;
+	int mask = IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_SQ_PSN |
+		   IBV_QP_RQ_PSN | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MTU |
+		   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		   IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_QP_RD_ATOMIC |
+		   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_AV;
+
+	memset(&at, 0, sizeof(at));
+	at.state = IBV_QPS_RTS;
+	at.dest_qpn = b->qp.qpn;
+	at.sq_psn = 0xfffff0;		/* wraps during the tests */
+	at.rq_psn = 0xfffff0;
+	at.access = a->mem.access;
+	at.path_mtu = mtu;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.min_rnr_timer = 1;
+	at.max_rd_atomic = 4;
+	at.max_dest_rd_atomic = 4;
+	at.dgid = b->gid;
+	at.sgid = a->gid;
+	ck_assert_int_eq(urxe_engine_qp_modify(&a->qp, &at, mask), 0);
+}
+
+static void setup(void)
+{
+	wire = calloc(MAXPKT, sizeof(*wire));
+	wire_n = wire_sent = 0;
+	drop_at = -1;
+	fake_now = 1000000000ull;
+	node_init(&nodes[0], 1, 1 << 20);
+	node_init(&nodes[1], 2, 1 << 20);
+	connect(&nodes[0], &nodes[1], 1024);
+	connect(&nodes[1], &nodes[0], 1024);
+}
+
+static void teardown(void)
+{
+	int i;
+
+	for (i = 0; i < NENG; i++) {
+		struct node *nd = &nodes[i];
+
+		urxe_engine_qp_remove(nd->eng, &nd->qp);
+		urxe_engine_mem_remove(nd->eng, &nd->mem);
+		urxe_wq_fini(&nd->qp.sq);
+		urxe_wq_fini(&nd->qp.rq);
+		urxe_cq_ring_fini(&nd->cq);
+		urxe_engine_destroy(nd->eng);
+		free(nd->buf);
+	}
+	free(wire);
+}
+
+/* Runs both engines until the wire is quiet. */
+static void pump(void)
+{
+	int rounds = 0;
+
+	do {
+		urxe_engine_progress(nodes[0].eng);
+		urxe_engine_progress(nodes[1].eng);
+		ck_assert_int_lt(++rounds, 10000);
+	} while (wire_n);
+}
+
+static void post_recv(struct node *nd, uint64_t id, uint64_t off, uint32_t len)
+{
+	uint32_t p = atomic_load(&nd->qp.rq.prod);
+	struct urxe_recv_wqe *r = urxe_wq_slot(&nd->qp.rq, p);
+
+	r->wr_id = id;
+	r->num_sge = 1;
+	r->length = len;
+	r->sge[0].addr = nd->mem.iova + off;
+	r->sge[0].length = len;
+	r->sge[0].lkey = nd->mem.lkey;
+	atomic_store(&nd->qp.rq.prod, p + 1);
+}
+
+static struct urxe_send_wqe *new_wqe(struct node *nd, enum ibv_wr_opcode op,
+				     uint64_t off, uint32_t len)
+{
+	uint32_t p = atomic_load(&nd->qp.sq.prod);
+	struct urxe_send_wqe *w = urxe_wq_slot(&nd->qp.sq, p);
+
+	memset(w, 0, sizeof(*w));
+	w->wr_id = p + 100;
+	w->opcode = op;
+	w->send_flags = IBV_SEND_SIGNALED;
+	w->length = len;
+	w->num_sge = 1;
+	w->sge[0].addr = nd->mem.iova + off;
+	w->sge[0].length = len;
+	w->sge[0].lkey = nd->mem.lkey;
+	w->state = URXE_WQE_POSTED;
+	return w;
+}
+
+static void post(struct node *nd)
+{
+	atomic_store(&nd->qp.sq.prod, atomic_load(&nd->qp.sq.prod) + 1);
+	urxe_engine_kick(&nd->qp);
+}
+
+static struct ibv_wc poll_one(struct node *nd)
+{
+	struct ibv_wc wc;
+
+	ck_assert_int_eq(urxe_cq_pop(&nd->cq, 1, &wc), 1);
+	return wc;
+}
+
+static void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 7 + seed);
+}
+
+static const uint32_t sizes[] = { 0, 1, 1024, 1025, 4096, 65536, 200000 };
+
+START_TEST(rc_send_sizes)
+{
+	uint32_t len = sizes[_i];
+	struct ibv_wc wc;
+
+	fill(nodes[0].buf, len, 3);
+	post_recv(&nodes[1], 1, 4096, 300000);
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, len);
+	post(&nodes[0]);
+	pump();
+	wc = poll_one(&nodes[0]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_SEND);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, len);
+	ck_assert_uint_eq(wc.qp_num, nodes[1].qp.qpn);
+	ck_assert(!memcmp(nodes[1].buf + 4096, nodes[0].buf, len));
+}
+END_TEST
+
+START_TEST(rc_write_imm_read_atomics)
+{
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+	uint64_t *tgt = (uint64_t *)(void *)(nodes[1].buf + 8192), v;
+
+	/* WRITE with immediate: data lands, a receive completes with imm. */
+	fill(nodes[0].buf, 5000, 9);
+	post_recv(&nodes[1], 5, 0, 16);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 5000);
+	w->remote_addr = nodes[1].mem.iova + 100000;
+	w->rkey = nodes[1].mem.rkey;
+	w->imm_inv = htobe32(0xabcd);
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.byte_len, 5000);
+	ck_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+	ck_assert_uint_eq(be32toh(wc.imm_data), 0xabcd);
+	ck_assert(!memcmp(nodes[1].buf + 100000, nodes[0].buf, 5000));
+
+	/* READ back 70000 bytes (asked for in window-sized pieces). */
+	fill(nodes[1].buf + 200000, 70000, 1);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_READ, 300000, 70000);
+	w->remote_addr = nodes[1].mem.iova + 200000;
+	w->rkey = nodes[1].mem.rkey;
+	post(&nodes[0]);
+	pump();
+	wc = poll_one(&nodes[0]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RDMA_READ);
+	ck_assert(!memcmp(nodes[0].buf + 300000, nodes[1].buf + 200000, 70000));
+
+	/* Fetch-and-add, then compare-and-swap on the result. */
+	*tgt = 40;
+	w = new_wqe(&nodes[0], IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8);
+	w->remote_addr = nodes[1].mem.iova + 8192;
+	w->rkey = nodes[1].mem.rkey;
+	w->compare_add = 2;
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).opcode, IBV_WC_FETCH_ADD);
+	memcpy(&v, nodes[0].buf, 8);
+	ck_assert_uint_eq(v, 40);
+	ck_assert_uint_eq(*tgt, 42);
+	w = new_wqe(&nodes[0], IBV_WR_ATOMIC_CMP_AND_SWP, 8, 8);
+	w->remote_addr = nodes[1].mem.iova + 8192;
+	w->rkey = nodes[1].mem.rkey;
+	w->compare_add = 42;
+	w->swap = 7;
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	memcpy(&v, nodes[0].buf + 8, 8);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_uint_eq(*tgt, 7);
+}
+END_TEST
+
+/* A lost middle packet: the responder NAKs the gap, the requester resends. */
+START_TEST(rc_loss_psn_nak)
+{
+	struct ibv_wc wc;
+
+	fill(nodes[0].buf, 10000, 5);
+	post_recv(&nodes[1], 1, 20000, 10000);
+	drop_at = 3;
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 10000);
+	post(&nodes[0]);
+	pump();
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 10000);
+	ck_assert(!memcmp(nodes[1].buf + 20000, nodes[0].buf, 10000));
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+}
+END_TEST
+
+/* A lost last packet (and so the ACK): the transport timer resends. */
+START_TEST(rc_loss_timeout)
+{
+	struct ibv_wc wc;
+
+	fill(nodes[0].buf, 3000, 8);
+	post_recv(&nodes[1], 1, 20000, 4000);
+	drop_at = 2;		/* the third and last packet */
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 3000);
+	post(&nodes[0]);
+	pump();
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	fake_now += 4096ull << 14;	/* the timeout */
+	pump();
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert(!memcmp(nodes[1].buf + 20000, nodes[0].buf, 3000));
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+}
+END_TEST
+
+/* No receive posted: RNR NAK, then the retry after the RNR timer. */
+START_TEST(rc_rnr)
+{
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 100);
+	post(&nodes[0]);
+	pump();
+	ck_assert(urxe_cq_empty(&nodes[0].cq));
+	post_recv(&nodes[1], 9, 0, 100);
+	fake_now += 100000;	/* min_rnr_timer 1 = 10 us */
+	pump();
+	ck_assert_uint_eq(poll_one(&nodes[1]).wr_id, 9);
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+}
+END_TEST
+
+/* A bad rkey: NAK remote access; both QPs end in error. */
+START_TEST(rc_remote_access)
+{
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE, 0, 64);
+	w->remote_addr = nodes[1].mem.iova;
+	w->rkey = nodes[1].mem.rkey ^ 0x55;
+	post(&nodes[0]);
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 8);
+	post(&nodes[0]);
+	pump();
+	wc = poll_one(&nodes[0]);
+	ck_assert_int_eq(wc.status, IBV_WC_REM_ACCESS_ERR);
+	wc = poll_one(&nodes[0]);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(nodes[0].qp.attr.state, IBV_QPS_ERR);
+	ck_assert_int_eq(nodes[1].qp.attr.state, IBV_QPS_ERR);
+}
+END_TEST
+
+/* Misaligned atomic: NAK invalid request. */
+START_TEST(rc_atomic_misaligned)
+{
+	struct urxe_send_wqe *w;
+
+	w = new_wqe(&nodes[0], IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8);
+	w->remote_addr = nodes[1].mem.iova + 3;
+	w->rkey = nodes[1].mem.rkey;
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_REM_INV_REQ_ERR);
+}
+END_TEST
+
+/* Many messages in flight wrap the PSN space and the window. */
+START_TEST(rc_many_messages)
+{
+	int i, got = 0;
+	struct ibv_wc wc[64];
+
+	for (i = 0; i < 40; i++)
+		post_recv(&nodes[1], (uint64_t)i, (uint64_t)i * 2048, 2048);
+	for (i = 0; i < 40; i++) {
+		fill(nodes[0].buf + i * 2048, 2048, (uint8_t)i);
+		new_wqe(&nodes[0], IBV_WR_SEND, (uint64_t)i * 2048, 2048);
+		atomic_store(&nodes[0].qp.sq.prod, atomic_load(&nodes[0].qp.sq.prod) + 1);
+	}
+	urxe_engine_kick(&nodes[0].qp);
+	pump();
+	while (got < 40) {
+		int n = urxe_cq_pop(&nodes[1].cq, 64, wc);
+
+		ck_assert_int_gt(n, 0);
+		for (i = 0; i < n; i++) {
+			ck_assert_int_eq(wc[i].status, IBV_WC_SUCCESS);
+			ck_assert_uint_eq(wc[i].wr_id, (uint64_t)got + (uint64_t)i);
+		}
+		got += n;
+	}
+	ck_assert(!memcmp(nodes[1].buf, nodes[0].buf, 40 * 2048));
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("rc");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, rc_send_sizes, 0,
+			    sizeof(sizes) / sizeof(sizes[0]));
+	tcase_add_test(tc, rc_write_imm_read_atomics);
+	tcase_add_test(tc, rc_loss_psn_nak);
+	tcase_add_test(tc, rc_loss_timeout);
+	tcase_add_test(tc, rc_rnr);
+	tcase_add_test(tc, rc_remote_access);
+	tcase_add_test(tc, rc_atomic_misaligned);
+	tcase_add_test(tc, rc_many_messages);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(engine_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
