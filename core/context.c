@@ -23,34 +23,6 @@
  * Data-path slots the inline verbs call without checking: until the
  * objects behind them exist they fail cleanly.
  */
-static int unsupported_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	(void)cq; (void)n; (void)wc;
-	return -EOPNOTSUPP;
-}
-
-static int unsupported_notify(struct ibv_cq *cq, int solicited)
-{
-	(void)cq; (void)solicited;
-	return EOPNOTSUPP;
-}
-
-static int unsupported_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-				 struct ibv_send_wr **bad)
-{
-	(void)qp;
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
-static int unsupported_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-				 struct ibv_recv_wr **bad)
-{
-	(void)qp;
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
 static int unsupported_post_srq_recv(struct ibv_srq *srq,
 				     struct ibv_recv_wr *wr,
 				     struct ibv_recv_wr **bad)
@@ -85,10 +57,10 @@ static void fill_ops(struct verbs_context *v)
 {
 	struct ibv_context_ops *ops = &v->context.ops;
 
-	ops->poll_cq = unsupported_poll_cq;
-	ops->req_notify_cq = unsupported_notify;
-	ops->post_send = unsupported_post_send;
-	ops->post_recv = unsupported_post_recv;
+	ops->poll_cq = urxe_ops_poll_cq;
+	ops->req_notify_cq = urxe_ops_req_notify_cq;
+	ops->post_send = urxe_ops_post_send;
+	ops->post_recv = urxe_ops_post_recv;
 	ops->post_srq_recv = unsupported_post_srq_recv;
 	ops->alloc_mw = unsupported_alloc_mw;
 	ops->bind_mw = unsupported_bind_mw;
@@ -122,7 +94,7 @@ static int make_cmd_fd(const struct urxe_dev_desc *desc)
 static int ctx_open(struct urxe_ibdev *ibdev, struct urxe_ctx **out)
 {
 	struct urxe_ctx *c;
-	int pfd[2], rc;
+	int rc;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -135,12 +107,11 @@ static int ctx_open(struct urxe_ibdev *ibdev, struct urxe_ctx **out)
 	if (rc < 0)
 		goto err_dev;
 	c->vctx.context.cmd_fd = rc;
-	if (pipe2(pfd, O_CLOEXEC)) {
-		rc = -errno;
+	rc = urxe_evpipe_init(&c->async, sizeof(struct ibv_async_event));
+	if (rc)
 		goto err_cmd;
-	}
-	c->vctx.context.async_fd = pfd[0];
-	c->async_wr = pfd[1];
+	c->vctx.context.async_fd = c->async.rd;
+	c->async_wr = c->async.wr;
 	c->vctx.context.device = &ibdev->ibv;
 	c->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
@@ -180,8 +151,7 @@ URXE_EXPORT int ibv_close_device(struct ibv_context *context)
 		return urxe_ret_minus1(-EINVAL);
 	c = to_uctx(context);
 	close(context->cmd_fd);
-	close(context->async_fd);
-	close(c->async_wr);
+	urxe_evpipe_fini(&c->async);
 	pthread_mutex_destroy(&context->mutex);
 	urxe_dev_put(c->dev);
 	free(c);
@@ -191,19 +161,33 @@ URXE_EXPORT int ibv_close_device(struct ibv_context *context)
 URXE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 				    struct ibv_async_event *event)
 {
-	ssize_t n;
+	struct urxe_ctx *c;
 
-	/* Blocks unless the application made async_fd non-blocking. */
-	do {
-		n = read(context->async_fd, event, sizeof(*event));
-	} while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(*event))
-		return 0;
-	return urxe_ret_minus1(n < 0 ? -errno : -EIO);
+	if (!context || !event)
+		return urxe_ret_minus1(-EINVAL);
+	c = to_uctx(context);
+	/* Waits (making progress) unless async_fd was made non-blocking. */
+	return urxe_ret_minus1(urxe_evpipe_get(&c->async, c->dev, event));
 }
 
 URXE_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	/* Events hold no references yet: nothing to release. */
-	(void)event;
+	/* Destroying the object waits for the acks of its events. */
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		urxe_cq_ack_async(event->element.cq);
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		urxe_qp_ack_async(event->element.qp);
+		break;
+	default:
+		break;
+	}
 }

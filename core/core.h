@@ -47,7 +47,7 @@ int urxe_config_parse_line(const char *line, struct urxe_dev_desc *out,
 int urxe_config_parse(const char *text, const char *origin,
 		      struct urxe_config *cfg);
 /*
- * Loads the devices, first layer that has any: URXE_DEVICES, the file
+ * Loads the devices from the first layer that exists: URXE_DEVICES, the file
  * named by URXE_CONFIG, $XDG_CONFIG_HOME/urxe/devices.conf (or
  * ~/.config/...), /etc/urxe/devices.conf; otherwise rxe0 on lo.
  */
@@ -78,7 +78,13 @@ static inline struct urxe_ibdev *to_uibdev(struct ibv_device *d)
 struct urxe_ctx {
 	struct urxe_ibdev *ibdev;
 	struct urxe_dev *dev;
-	int async_wr;			/* write end of async_fd's pipe */
+	/*
+	 * async_fd's queue of struct ibv_async_event records: provider
+	 * objects post to it (they get &async at creation), destroys purge
+	 * it, ibv_get_async_event takes from it.
+	 */
+	struct urxe_evpipe async;
+	int async_wr;			/* == async.wr */
 	struct verbs_context vctx;	/* last: ibv_context ends it */
 };
 
@@ -105,5 +111,14 @@ int urxe_vctx_query_device_ex(struct ibv_context *ctx,
 struct ibv_xrcd *urxe_vctx_open_xrcd(struct ibv_context *ctx,
 				     struct ibv_xrcd_init_attr *attr);
 int urxe_vctx_close_xrcd(struct ibv_xrcd *xrcd);
+
+/* ibv_context_ops slots installed by context.c (cq.c). */
+int urxe_ops_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int urxe_ops_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* (qp.c) */
+int urxe_ops_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		       struct ibv_send_wr **bad_wr);
+int urxe_ops_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
 
 #endif

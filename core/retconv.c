@@ -93,6 +93,8 @@ const struct urxe_verb_conv urxe_verb_convs[] = {
 	{ "ibv_import_device", URXE_RET_NULL },
 	{ "ibv_import_pd", URXE_RET_NULL },
 	{ "ibv_import_mr", URXE_RET_NULL },
+	{ "ibv_import_dm", URXE_RET_NULL },
+	{ "ibv_read_ibdev_sysfs_file", URXE_RET_MINUS1 },
 	{ "ibv_query_ece", URXE_RET_ERRNO },
 	{ "ibv_set_ece", URXE_RET_ERRNO },
 };

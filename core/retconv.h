@@ -70,6 +70,16 @@ static inline int urxe_ret_minus1(int rc)
 	return rc;
 }
 
+/* ibv_rereg_mr: @code (a negative enum ibv_rereg_mr_err_code) on failure. */
+static inline int urxe_ret_negcode(int rc, int code)
+{
+	if (rc < 0) {
+		errno = -rc;
+		return code;
+	}
+	return 0;
+}
+
 static inline long urxe_ret_negerrno(long rc)
 {
 	if (rc < 0)

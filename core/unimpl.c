@@ -29,93 +29,13 @@ static int unimpl(const char *verb)
 	return -EOPNOTSUPP;
 }
 
-/* --- Completion channels: ibv_create_comp_channel(3) --- */
-
-URXE_EXPORT struct ibv_comp_channel *
-ibv_create_comp_channel(struct ibv_context *context)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-/* --- Completion queues: ibv_create_cq(3), ibv_resize_cq(3), ibv_get_cq_event(3) --- */
-
-URXE_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
-					 void *cq_context,
-					 struct ibv_comp_channel *channel,
-					 int comp_vector)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-URXE_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-URXE_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
-				 struct ibv_cq **cq, void **cq_context)
-{
-	return urxe_ret_minus1(unimpl(__func__));
-}
-
-URXE_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-}
-
-/* --- Memory regions: ibv_reg_mr(3), ibv_rereg_mr(3), ibv_reg_dmabuf_mr(3) --- */
-
-/* ibv_reg_mr and ibv_reg_mr_iova are also macros: parenthesize the names. */
-URXE_EXPORT struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr,
-					size_t length, int access)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr,
-					     size_t length, uint64_t iova,
-					     int access)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
-					    size_t length, uint64_t iova,
-					    unsigned int access)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
+/* --- Memory regions: ibv_reg_dmabuf_mr(3) (the rest is in mr.c) --- */
 
 URXE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 					     size_t length, uint64_t iova,
 					     int fd, int access)
 {
 	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-/*
- * ibv_rereg_mr(3) reports failure as an enum ibv_rereg_mr_err_code, with
- * the reason in errno; a command the device refuses is ERR_CMD.
- */
-URXE_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
-			     void *addr, size_t length, int access)
-{
-	urxe_ret_errno(unimpl(__func__));
-	return IBV_REREG_MR_ERR_CMD;
-}
-
-URXE_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
-{
-	return urxe_ret_errno(unimpl(__func__));
 }
 
 /* --- Shared receive queues: ibv_create_srq(3), ibv_modify_srq(3), ibv_query_srq(3) --- */
@@ -142,42 +62,12 @@ URXE_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	return urxe_ret_errno(unimpl(__func__));
 }
 
-/* --- Queue pairs: ibv_create_qp(3), ibv_modify_qp(3), ibv_query_qp(3) --- */
-
-URXE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
-					 struct ibv_qp_init_attr *qp_init_attr)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-			      int attr_mask)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-URXE_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-			     int attr_mask, struct ibv_qp_init_attr *init_attr)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-URXE_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
+/* --- Queue pairs: the extended send API (ibv_wr_*(3)), core/qp.c has the rest --- */
 
 /* NULL: no QP of ours has the extended send API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS). */
 URXE_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-/* ibv_query_qp_data_in_order(3): 0 is a valid answer, "not guaranteed". */
-URXE_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
-					   enum ibv_wr_opcode op, uint32_t flags)
-{
-	return 0;
 }
 
 /* --- Enhanced connection establishment: ibv_set_ece(3), ibv_query_ece(3) --- */
@@ -206,18 +96,7 @@ URXE_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 	return urxe_ret_errno(unimpl(__func__));
 }
 
-/* --- Address handles: ibv_create_ah(3), ibv_create_ah_from_wc(3) --- */
-
-URXE_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
-					 struct ibv_ah_attr *attr)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
+/* --- Address handles from a UD receive: ibv_create_ah_from_wc(3) (core/ah.c has the rest) --- */
 
 URXE_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 				    uint8_t port_num, struct ibv_wc *wc,

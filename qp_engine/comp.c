@@ -174,6 +174,7 @@ static void nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 	if (urxe_psn_before(qp->acked_psn, psn))
 		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));	/* psn - 1 */
 	if (code == URXE_NAK_PSN_SEQ) {
+		urxe_count(qp->eng, URXE_CNT_RCV_SEQ_ERR, 1);
 		urxe_req_rewind(qp, psn);
 		urxe_qp_schedule(qp);
 		return;
@@ -184,11 +185,13 @@ static void nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 
 static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 {
+	urxe_count(qp->eng, URXE_CNT_RCV_RNR_ERR, 1);
 	if (urxe_psn_before(qp->acked_psn, psn))
 		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));
 	/* IBA 9.7.5.2.8: rnr_retry 7 means retry forever. */
 	if (qp->attr.rnr_retry != 7) {
 		if (!qp->rnr_left) {
+			urxe_count(qp->eng, URXE_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
 			fail(qp, psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
@@ -322,9 +325,11 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 	}
 	/* IBA 9.7.6.1.3: retry_cnt retries, then the WQE fails (7 is 7). */
 	if (!qp->retries_left) {
+		urxe_count(qp->eng, URXE_CNT_RETRY_EXCEEDED_ERR, 1);
 		fail(qp, qp->acked_psn, IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
+	urxe_count(qp->eng, URXE_CNT_COMPLETER_RETRY_ERR, 1);
 	qp->retries_left--;
 	urxe_req_rewind(qp, qp->acked_psn);
 	urxe_timer_set(qp, &qp->retx_deadline, now + (4096ull << qp->attr.timeout));

@@ -48,9 +48,17 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 
 void urxe_engine_destroy(struct urxe_engine *eng)
 {
+	int i;
+
 	if (!eng)
 		return;
 	urxe_engine_thread_stop(eng);
+	if (urxe_log_enabled(URXE_LOG_DEBUG))
+		for (i = 0; i < URXE_CNT__COUNT; i++)
+			if (atomic_load(&eng->cnt[i]))
+				urxe_dbg("slot %u: %s %llu", eng->slot,
+					 urxe_counter_names[i],
+					 (unsigned long long)atomic_load(&eng->cnt[i]));
 	pthread_mutex_destroy(&eng->lock);
 	pthread_mutex_destroy(&eng->qp_lock);
 	pthread_mutex_destroy(&eng->key_lock);
@@ -60,6 +68,29 @@ void urxe_engine_destroy(struct urxe_engine *eng)
 	free(eng->qps);
 	free(eng->keys);
 	free(eng);
+}
+
+const char *const urxe_counter_names[URXE_CNT__COUNT] = {
+	[URXE_CNT_SENT_PKTS] = "sent_pkts",
+	[URXE_CNT_RCVD_PKTS] = "rcvd_pkts",
+	[URXE_CNT_DUPLICATE_REQUEST] = "duplicate_request",
+	[URXE_CNT_OUT_OF_SEQ_REQUEST] = "out_of_seq_request",
+	[URXE_CNT_RCV_RNR_ERR] = "rcvd_rnr_err",
+	[URXE_CNT_SND_RNR_ERR] = "send_rnr_err",
+	[URXE_CNT_RCV_SEQ_ERR] = "rcvd_seq_err",
+	[URXE_CNT_COMPLETER_RETRY_ERR] = "completer_retry_err",
+	[URXE_CNT_RETRY_EXCEEDED_ERR] = "retry_exceeded_err",
+	[URXE_CNT_RETRY_RNR_EXCEEDED_ERR] = "retry_rnr_exceeded_err",
+	[URXE_CNT_SEND_ERR] = "send_err",
+	[URXE_CNT_DROPPED] = "dropped",
+};
+
+void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out)
+{
+	int i;
+
+	for (i = 0; i < URXE_CNT__COUNT; i++)
+		out[i] = atomic_load_explicit(&eng->cnt[i], memory_order_relaxed);
 }
 
 /* ---- keys ---- */
@@ -359,26 +390,30 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 	struct urxe_eqp *qp;
 	uint32_t paylen;
 
+	urxe_count(eng, URXE_CNT_RCVD_PKTS, 1);
 	if (len < URXE_BTH_LEN + URXE_ICRC_LEN)
-		return;
+		goto drop;
 	urxe_bth_get(roce, &bth);
 	oi = urxe_opinfo(bth.opcode);
 	if (!(oi->flags & URXE_F_VALID) || bth.tver != 0)
-		return;
+		goto drop;
 	if (len < (uint32_t)oi->hdr_len + bth.pad + URXE_ICRC_LEN)
-		return;
+		goto drop;
 	paylen = len - oi->hdr_len - bth.pad - URXE_ICRC_LEN;
 	if (!(oi->flags & URXE_F_PAYLOAD) && paylen)
-		return;
+		goto drop;
 	if (!urxe_icrc_check_rx(roce, len, meta))
-		return;
+		goto drop;
 	qp = urxe_qp_lookup(eng, bth.dqpn);
 	if (!qp || !transport_ok(qp, bth.opcode))
-		return;
+		goto drop;
 	if (oi->flags & URXE_F_REQ)
 		urxe_resp_input(qp, &bth, oi, roce, paylen, meta);
 	else
 		urxe_comp_input(qp, &bth, oi, roce, paylen);
+	return;
+drop:
+	urxe_count(eng, URXE_CNT_DROPPED, 1);
 }
 
 /* ---- progress ---- */

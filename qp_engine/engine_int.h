@@ -18,7 +18,7 @@
 
 #define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)
 #define URXE_KEY_SLOTS (1u << 18)
-#define URXE_ACK_EVERY 16		/* AckReq at least every N packets */
+#define URXE_ACK_EVERY 8		/* AckReq at least every N packets */
 #define URXE_TX_BATCH 32
 #define URXE_TX_BUF (4096 + 128)	/* MTU payload + headers + pad + ICRC */
 
@@ -56,7 +56,7 @@ struct urxe_engine {
 	struct urxe_pkt tx[URXE_TX_BATCH];
 	uint8_t (*tx_buf)[URXE_TX_BUF];
 	unsigned int ntx;
-	uint64_t tx_dropped;		/* xmit failures (the peer retransmits) */
+	_Atomic uint64_t cnt[URXE_CNT__COUNT];
 
 	/* engine thread */
 	pthread_t thread;
@@ -69,7 +69,13 @@ struct urxe_engine {
 	unsigned int nio;
 };
 
-#define URXE_WINDOW_PKTS 16		/* unacknowledged packets per QP */
+#define URXE_WINDOW_PKTS 32		/* unacknowledged packets per QP */
+
+static inline void urxe_count(struct urxe_engine *eng, enum urxe_counter c,
+			      uint64_t n)
+{
+	atomic_fetch_add_explicit(&eng->cnt[c], n, memory_order_relaxed);
+}
 
 /* engine.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);

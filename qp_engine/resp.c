@@ -374,6 +374,7 @@ static void request_failed(struct urxe_eqp *qp, const struct urxe_bth *bth,
 {
 	switch (rc) {
 	case -EAGAIN:
+		urxe_count(qp->eng, URXE_CNT_SND_RNR_ERR, 1);
 		/* IBA 9.7.5.2.8: RNR NAK carrying our min_rnr_timer. */
 		if (qp->type == IBV_QPT_RC)
 			send_aeth(qp, bth->psn, URXE_AETH_RNR_NAK |
@@ -503,8 +504,10 @@ void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			return;
 	} else if (bth->psn != qp->epsn) {
 		if (urxe_psn_before(bth->psn, qp->epsn)) {
+			urxe_count(qp->eng, URXE_CNT_DUPLICATE_REQUEST, 1);
 			handle_duplicate(qp, bth, oi);
-		} else if (!qp->nak_seq_sent) {
+		} else if (urxe_count(qp->eng, URXE_CNT_OUT_OF_SEQ_REQUEST, 1),
+			   !qp->nak_seq_sent) {
 			qp->nak_seq_sent = true;
 			send_nak(qp, qp->epsn, URXE_NAK_PSN_SEQ);
 		}

@@ -65,10 +65,11 @@ void urxe_tx_flush(struct urxe_engine *eng)
 		n = eng->ops->xmit(eng->priv, eng->tx + done, eng->ntx - done);
 		if (n <= 0) {
 			/* Full socket buffers: what is lost is retransmitted. */
-			eng->tx_dropped += eng->ntx - done;
+			urxe_count(eng, URXE_CNT_SEND_ERR, eng->ntx - done);
 			break;
 		}
 		done += (unsigned int)n;
 	}
+	urxe_count(eng, URXE_CNT_SENT_PKTS, done);
 	eng->ntx = 0;
 }

@@ -237,7 +237,11 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 
 	if (atomic_load(&x->users) > 0)
 		return -EBUSY;
-	if (x->lock_fd >= 0) {
+	/*
+	 * A handle inherited across fork() shares its lock description with
+	 * the parent: touching the locks would release the parent's claim.
+	 */
+	if (x->lock_fd >= 0 && !x->dev->dead) {
 		struct xrcd_registry *reg;
 
 		/* The last handle out marks the entry free. */
@@ -249,8 +253,10 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 				reg->e[x->entry].in_use = 0;
 			munmap(reg, sizeof(*reg));
 		}
-		close(x->lock_fd);
+		lock_range(x->lock_fd, F_OFD_SETLK, F_UNLCK, 0);
 	}
+	if (x->lock_fd >= 0)
+		close(x->lock_fd);
 	if (x->file_fd >= 0)
 		close(x->file_fd);
 	free(x);

@@ -254,6 +254,26 @@ struct urxe_eqp {
 	void (*fatal)(struct urxe_eqp *qp, enum ibv_event_type ev);
 };
 
+/* ---- counters, as kernel rxe names its hardware counters ---- */
+
+enum urxe_counter {
+	URXE_CNT_SENT_PKTS,
+	URXE_CNT_RCVD_PKTS,
+	URXE_CNT_DUPLICATE_REQUEST,
+	URXE_CNT_OUT_OF_SEQ_REQUEST,
+	URXE_CNT_RCV_RNR_ERR,
+	URXE_CNT_SND_RNR_ERR,
+	URXE_CNT_RCV_SEQ_ERR,
+	URXE_CNT_COMPLETER_RETRY_ERR,
+	URXE_CNT_RETRY_EXCEEDED_ERR,
+	URXE_CNT_RETRY_RNR_EXCEEDED_ERR,
+	URXE_CNT_SEND_ERR,
+	URXE_CNT_DROPPED,		/* malformed, bad ICRC, unknown QP */
+	URXE_CNT__COUNT,
+};
+
+extern const char *const urxe_counter_names[URXE_CNT__COUNT];
+
 /* ---- the engine ---- */
 
 /* An outgoing packet: RoCE bytes from the BTH through the ICRC. */
@@ -324,6 +344,9 @@ void urxe_engine_kick(struct urxe_eqp *qp);
 int urxe_engine_progress(struct urxe_engine *eng);
 /* Earliest timer deadline (ns, ops->now scale) or UINT64_MAX. */
 uint64_t urxe_engine_next_deadline(struct urxe_engine *eng);
+
+/* Reads the engine's counters. */
+void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);
 
 /* Called by rx_poll for each frame: @roce is BTH .. ICRC. */
 void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,

@@ -67,7 +67,7 @@ int urxe_rundir_open(const char *rundir, const char *file);
  */
 int urxe_slot_claim(const char *rundir, struct urxe_slot *slot);
 void urxe_slot_release(struct urxe_slot *slot);
-/* Whether slot @index is held by anyone (other than @self_fd's holder). */
+/* Whether slot @index is held: 1, 0, or a negative errno. */
 int urxe_slot_busy(const char *rundir, unsigned int index);
 
 /* 127.117.h.l for a slot on loopback, in network byte order. */

@@ -301,10 +301,12 @@ int urxe_ah_destroy(struct ibv_ah *ah);
  * lives in the engine's struct urxe_eqp; the provider validates, keeps
  * every attribute the application set (for ibv_query_qp) and posts work.
  *
- * Affiliated async events (IBV_EVENT_QP_FATAL, ...) are written as struct
- * ibv_async_event records to @async_fd, the write end of the context's
- * event pipe; ibv_destroy_qp waits until each one was acknowledged
- * (ibv_ack_async_event increments ibv_qp.events_completed).
+ * Affiliated async events (IBV_EVENT_QP_FATAL, ...) go to @async, the
+ * context's event pipe (core owns it and passes it at creation), as
+ * struct ibv_async_event records.  Destroy drops this QP's records nobody
+ * read yet and waits until the ones read were acknowledged
+ * (ibv_ack_async_event -> urxe_qp_ack_async), as rdma-core does with the
+ * kernel's counts (ibv_get_async_event(3)).
  */
 struct urxe_qp {
 	struct ibv_qp_ex vqp;		/* vqp.qp_base is the ibv_qp */
@@ -313,8 +315,8 @@ struct urxe_qp {
 	struct ibv_qp_init_attr init;	/* as created, with the granted caps */
 	pthread_mutex_t lock;		/* serialises modify and query */
 	struct ibv_qp_attr attr;	/* every attribute set so far; lock */
-	int async_fd;
-	atomic_uint events_reported;
+	struct urxe_evpipe *async;
+	atomic_uint events_reported;	/* posted to async */
 };
 
 static inline struct urxe_qp *to_uqp(struct ibv_qp *qp)
@@ -323,12 +325,14 @@ static inline struct urxe_qp *to_uqp(struct ibv_qp *qp)
 }
 
 int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
-		   struct ibv_qp_init_attr *attr, int async_fd,
+		   struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
 		   struct ibv_qp **out);
 int urxe_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 int urxe_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init);
 int urxe_qp_destroy(struct ibv_qp *qp);
+/* ibv_ack_async_event() of an event affiliated with @qp. */
+void urxe_qp_ack_async(struct ibv_qp *qp);
 /* The data path: 0, or a negative errno with *bad naming the failed WR. */
 int urxe_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad);

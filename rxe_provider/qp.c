@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Queue pairs: ibv_create_qp(3), ibv_modify_qp(3), ibv_query_qp(3),
+ * ibv_destroy_qp(3).  The provider checks everything the application
+ * asks for — the transition table (qp_state.c), then every value — before
+ * anything changes, keeps the attributes as set for ibv_query_qp, and
+ * hands the transport its view (struct urxe_qp_attr) through
+ * urxe_engine_qp_modify().  Posting work lives in qp_post.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urxe/log.h>
+#include <urxe/provider.h>
+#include <urxe/util.h>
+
+#include "provider_int.h"
+
+#define PSN_MASK 0xffffffu
+#define QPN_MASK 0xffffffu
+#define DEFAULT_HOP_LIMIT 64
+
+/* Access flags a QP accepts, as kernel rxe (RXE_ACCESS_SUPPORTED_QP). */
+#define QP_ACCESS_OK (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+		      IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | \
+		      IBV_ACCESS_OPTIONAL_RANGE)
+
+/*
+ * Masks above IBV_QP_DEST_QPN only exist in the extended modify command;
+ * rdma-core's ibv_cmd_modify_qp refuses them with EOPNOTSUPP.
+ */
+#define QP_MASK_LEGACY ((IBV_QP_DEST_QPN << 1) - 1)
+
+/* ---- creation ---- */
+
+static int check_caps(const struct ibv_qp_cap *cap)
+{
+	if (cap->max_send_wr > URXE_MAX_QP_WR ||
+	    cap->max_recv_wr > URXE_MAX_QP_WR)
+		return -EINVAL;
+	if (cap->max_send_sge > URXE_MAX_SGE ||
+	    cap->max_recv_sge > URXE_MAX_SGE)
+		return -EINVAL;
+	if (cap->max_inline_data > URXE_MAX_INLINE)
+		return -EINVAL;
+	return 0;
+}
+
+static int check_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
+{
+	if (!pd || !a)
+		return -EINVAL;
+	switch (a->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_RAW_PACKET:
+		urxe_dbg("ibv_create_qp: QP type %d is not supported",
+			 a->qp_type);
+		return -EOPNOTSUPP;
+	default:
+		return -EINVAL;
+	}
+	if (!a->send_cq || !a->recv_cq ||
+	    a->send_cq->context != pd->context ||
+	    a->recv_cq->context != pd->context)
+		return -EINVAL;
+	if (a->srq)
+		return -EOPNOTSUPP;	/* no SRQ can exist yet */
+	return check_caps(&a->cap);
+}
+
+/*
+ * The caps granted, never less than asked (ibv_create_qp(3)): a send slot
+ * holds max(SGEs, inline bytes), so each gets what the other's room
+ * allows, as kernel rxe reports them.
+ */
+static void grant_caps(struct ibv_qp_cap *cap)
+{
+	uint32_t room = cap->max_send_sge * sizeof(struct urxe_sge);
+
+	if (room < cap->max_inline_data)
+		room = cap->max_inline_data;
+	cap->max_inline_data = room < URXE_MAX_INLINE ? room : URXE_MAX_INLINE;
+	room /= sizeof(struct urxe_sge);
+	if (cap->max_send_sge < room)
+		cap->max_send_sge = room < URXE_MAX_SGE ? room : URXE_MAX_SGE;
+}
+
+/* Engine context, progress lock held: report the event, never block. */
+static void qp_fatal(struct urxe_eqp *e, enum ibv_event_type type)
+{
+	struct urxe_qp *qp = urxe_container_of(e, struct urxe_qp, e);
+	struct ibv_async_event ev = {
+		.element.qp = &qp->vqp.qp_base,
+		.event_type = type,
+	};
+
+	urxe_dbg("QP 0x%06x: async event %d", e->qpn, type);
+	if (qp->async && !urxe_evpipe_post(qp->async, &ev))
+		atomic_fetch_add(&qp->events_reported, 1);
+}
+
+/* The path MTU of a UD QP is the port's (IBA 9.6.1: one packet each). */
+static unsigned int port_mtu(struct urxe_dev *dev)
+{
+	unsigned int mtu;
+
+	pthread_mutex_lock(&dev->lock);
+	mtu = urxe_mtu_for_link(dev->iface.mtu);
+	pthread_mutex_unlock(&dev->lock);
+	return mtu ? mtu : 256;
+}
+
+static void init_ibv_qp(struct urxe_qp *qp, struct ibv_pd *pd,
+			const struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp *q = &qp->vqp.qp_base;
+
+	q->context = pd->context;
+	q->qp_context = a->qp_context;
+	q->pd = pd;
+	q->send_cq = a->send_cq;
+	q->recv_cq = a->recv_cq;
+	q->srq = a->srq;
+	q->qp_num = qp->e.qpn;
+	q->handle = qp->e.qpn;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = a->qp_type;
+	q->events_completed = 0;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+}
+
+static void init_eqp(struct urxe_qp *qp, struct ibv_pd *pd,
+		     const struct ibv_qp_init_attr *a)
+{
+	struct urxe_eqp *e = &qp->e;
+
+	e->type = a->qp_type;
+	e->pd = pd->handle;
+	e->sq_sig_all = a->sq_sig_all != 0;
+	e->scq = &to_ucq(a->send_cq)->ring;
+	e->rcq = &to_ucq(a->recv_cq)->ring;
+	e->fatal = qp_fatal;
+	e->attr.state = IBV_QPS_RESET;
+	e->attr.pkey = URXE_DEFAULT_PKEY;
+	e->attr.hop_limit = DEFAULT_HOP_LIMIT;
+	e->attr.path_mtu = a->qp_type == IBV_QPT_UD ? port_mtu(qp->dev) : 256;
+}
+
+int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
+		   struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
+		   struct ibv_qp **out)
+{
+	struct ibv_qp_cap cap;
+	struct urxe_qp *qp;
+	int rc;
+
+	rc = check_init(pd, attr);
+	if (rc)
+		return rc;
+	if (dev->dead)
+		return -EIO;
+	rc = urxe_dev_bind(dev);
+	if (rc)
+		return rc;
+	cap = attr->cap;
+	grant_caps(&cap);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->dev = dev;
+	qp->async = async;
+	atomic_init(&qp->events_reported, 0);
+	rc = urxe_wq_init(&qp->e.sq, cap.max_send_wr, cap.max_send_sge,
+			  cap.max_inline_data, sizeof(struct urxe_send_wqe));
+	if (rc)
+		goto err_free;
+	rc = urxe_wq_init(&qp->e.rq, cap.max_recv_wr, cap.max_recv_sge, 0,
+			  sizeof(struct urxe_recv_wqe));
+	if (rc)
+		goto err_sq;
+	init_eqp(qp, pd, attr);
+	/* Publishes the QP: everything the engine reads is set by now. */
+	rc = urxe_engine_qp_add(dev->eng, &qp->e);
+	if (rc)
+		goto err_rq;
+
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->init = *attr;
+	qp->init.cap = cap;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = urxe_mtu_to_enum(qp->e.attr.path_mtu);
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+	qp->attr.cap = cap;
+	init_ibv_qp(qp, pd, attr);
+	atomic_fetch_add(&to_upd(pd)->users, 1);
+	atomic_fetch_add(&to_ucq(attr->send_cq)->users, 1);
+	atomic_fetch_add(&to_ucq(attr->recv_cq)->users, 1);
+	attr->cap = cap;
+	urxe_dbg("%s: QP 0x%06x (%s) created", dev->desc.name, qp->e.qpn,
+		 attr->qp_type == IBV_QPT_RC ? "RC" :
+		 attr->qp_type == IBV_QPT_UC ? "UC" : "UD");
+	*out = &qp->vqp.qp_base;
+	return 0;
+
+err_rq:
+	urxe_wq_fini(&qp->e.rq);
+err_sq:
+	urxe_wq_fini(&qp->e.sq);
+err_free:
+	free(qp);
+	return rc;
+}
+
+/* ---- destruction ---- */
+
+static bool event_of_qp(const void *rec, const void *arg)
+{
+	const struct ibv_async_event *ev = rec;
+
+	switch (ev->event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return ev->element.qp == arg;
+	default:
+		return false;
+	}
+}
+
+int urxe_qp_destroy(struct ibv_qp *ibqp)
+{
+	struct urxe_qp *qp;
+	unsigned int reported;
+
+	if (!ibqp)
+		return -EINVAL;
+	qp = to_uqp(ibqp);
+	/* After this the engine neither touches the QP nor reports on it. */
+	urxe_engine_qp_remove(qp->e.eng, &qp->e);
+	reported = atomic_load(&qp->events_reported);
+	if (qp->async && reported)
+		reported -= urxe_evpipe_purge(qp->async, event_of_qp, ibqp);
+	/* ibv_get_async_event(3): wait for the events handed out. */
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != reported)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
+
+	atomic_fetch_sub(&to_upd(ibqp->pd)->users, 1);
+	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->users, 1);
+	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->users, 1);
+	urxe_wq_fini(&qp->e.sq);
+	urxe_wq_fini(&qp->e.rq);
+	pthread_mutex_destroy(&qp->lock);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	free(qp);
+	return 0;
+}
+
+void urxe_qp_ack_async(struct ibv_qp *ibqp)
+{
+	pthread_mutex_lock(&ibqp->mutex);
+	ibqp->events_completed++;
+	pthread_cond_signal(&ibqp->cond);
+	pthread_mutex_unlock(&ibqp->mutex);
+}
+
+/* ---- modify ---- */
+
+/* The engine may move a QP to ERR (or SQE) on its own. */
+static enum ibv_qp_state cur_state(struct urxe_qp *qp)
+{
+	return __atomic_load_n(&qp->e.attr.state, __ATOMIC_ACQUIRE);
+}
+
+static int check_path_attrs(const struct ibv_qp_attr *a, int mask)
+{
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return -EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= URXE_PKEY_TBL_LEN)
+		return -EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(unsigned int)QP_ACCESS_OK))
+		return -EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+		return -EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > QPN_MASK)
+		return -EINVAL;
+	/* No automatic path migration: an alternate path is kept, unused. */
+	if ((mask & IBV_QP_ALT_PATH) &&
+	    (a->alt_port_num != 1 || a->alt_ah_attr.port_num != 1 ||
+	     a->alt_timeout > 31 || a->alt_pkey_index >= URXE_PKEY_TBL_LEN))
+		return -EINVAL;
+	if ((mask & IBV_QP_PATH_MIG_STATE) &&
+	    (unsigned int)a->path_mig_state > IBV_MIG_ARMED)
+		return -EINVAL;
+	return 0;
+}
+
+/* IBA 9.7.5.2.8 and 9.7.6: the timer and retry fields' widths. */
+static int check_transport_attrs(const struct ibv_qp_attr *a, int mask)
+{
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    a->max_rd_atomic > URXE_MAX_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    a->max_dest_rd_atomic > URXE_MAX_RD_ATOM)
+		return -EINVAL;
+	return 0;
+}
+
+static int check_transition(const struct urxe_qp *qp,
+			    const struct ibv_qp_attr *a, int mask,
+			    enum ibv_qp_state cur, enum ibv_qp_state *next)
+{
+	enum ibv_qp_type type = qp->vqp.qp_base.qp_type;
+
+	if (mask & ~QP_MASK_LEGACY)
+		return -EOPNOTSUPP;
+	/* IBA 11.2.5.2: a wrong "current state" fails the modify. */
+	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != cur) {
+		urxe_dbg("QP 0x%06x: is %s, not %s", qp->e.qpn,
+			 urxe_qp_state_names[cur],
+			 (unsigned int)a->cur_qp_state <= IBV_QPS_ERR ?
+			 urxe_qp_state_names[a->cur_qp_state] : "a state");
+		return -EINVAL;
+	}
+	*next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
+	if ((unsigned int)*next > IBV_QPS_ERR)
+		return -EINVAL;
+	if (!urxe_qp_mask_ok(cur, *next, type, mask)) {
+		urxe_dbg("QP 0x%06x: %s -> %s: attr mask 0x%x, required 0x%x, optional 0x%x",
+			 qp->e.qpn, urxe_qp_state_names[cur],
+			 urxe_qp_state_names[*next], mask,
+			 urxe_qp_mask_required(cur, *next, type),
+			 urxe_qp_mask_optional(cur, *next, type));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The transport's view of the attributes in @mask. */
+static void to_engine_attr(const struct ibv_qp_attr *a, int mask,
+			   const struct urxe_path *path, enum ibv_qp_state next,
+			   struct urxe_qp_attr *ea)
+{
+	memset(ea, 0, sizeof(*ea));
+	ea->state = next;
+	ea->dest_qpn = a->dest_qp_num;
+	ea->sq_psn = a->sq_psn & PSN_MASK;
+	ea->rq_psn = a->rq_psn & PSN_MASK;
+	ea->qkey = a->qkey;
+	ea->access = a->qp_access_flags;
+	if (mask & IBV_QP_PATH_MTU)
+		ea->path_mtu = urxe_mtu_from_enum(a->path_mtu);
+	ea->timeout = a->timeout;
+	ea->retry_cnt = a->retry_cnt;
+	ea->rnr_retry = a->rnr_retry;
+	ea->min_rnr_timer = a->min_rnr_timer;
+	ea->max_rd_atomic = a->max_rd_atomic;
+	ea->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	ea->pkey = URXE_DEFAULT_PKEY;	/* the only entry of the table */
+	if (mask & IBV_QP_AV) {
+		ea->dgid = path->dgid;
+		ea->sgid = path->sgid;
+		ea->tclass = path->tclass;
+		ea->hop_limit = path->hop_limit ? path->hop_limit
+						: DEFAULT_HOP_LIMIT;
+		ea->flow_label = path->flow_label;
+	}
+}
+
+/* Keeps what was set, for ibv_query_qp; qp->lock held. */
+static void remember(struct ibv_qp_attr *k, const struct ibv_qp_attr *a,
+		     int mask)
+{
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		k->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		k->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		k->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		k->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		k->qkey = a->qkey;
+	if (mask & IBV_QP_AV)
+		k->ah_attr = a->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		k->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		k->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		k->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		k->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		k->rq_psn = a->rq_psn & PSN_MASK;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		k->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_ALT_PATH) {
+		k->alt_ah_attr = a->alt_ah_attr;
+		k->alt_pkey_index = a->alt_pkey_index;
+		k->alt_port_num = a->alt_port_num;
+		k->alt_timeout = a->alt_timeout;
+	}
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		k->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN)
+		k->sq_psn = a->sq_psn & PSN_MASK;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		k->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		k->path_mig_state = a->path_mig_state;
+	if (mask & IBV_QP_DEST_QPN)
+		k->dest_qp_num = a->dest_qp_num;
+}
+
+static int check_modify(struct urxe_qp *qp, const struct ibv_qp_attr *a,
+			int mask, enum ibv_qp_state cur,
+			enum ibv_qp_state *next, struct urxe_path *path)
+{
+	int rc;
+
+	rc = check_transition(qp, a, mask, cur, next);
+	if (!rc)
+		rc = check_path_attrs(a, mask);
+	if (!rc)
+		rc = check_transport_attrs(a, mask);
+	if (!rc && (mask & IBV_QP_AV))
+		rc = urxe_av_resolve(qp->dev, &a->ah_attr, path);
+	return rc;
+}
+
+int urxe_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct urxe_qp *qp;
+	struct urxe_qp_attr ea;
+	struct urxe_path path;
+	enum ibv_qp_state cur, next;
+	int rc, emask = mask & ~IBV_QP_CUR_STATE;
+
+	if (!ibqp || !attr)
+		return -EINVAL;
+	qp = to_uqp(ibqp);
+	pthread_mutex_lock(&qp->lock);
+	cur = cur_state(qp);
+	rc = check_modify(qp, attr, mask, cur, &next, &path);
+	if (rc)
+		goto out;
+	/*
+	 * Staying in a state is no state change for the transport: an
+	 * RTS -> RTS modify must not undo an error the engine raised since.
+	 */
+	if (next == cur)
+		emask &= ~IBV_QP_STATE;
+	else
+		emask |= IBV_QP_STATE;
+	to_engine_attr(attr, mask, &path, next, &ea);
+	rc = urxe_engine_qp_modify(&qp->e, &ea, emask);
+	if (rc)
+		goto out;
+	remember(&qp->attr, attr, mask);
+	qp->attr.qp_state = next;
+	ibqp->state = next;
+	if (next != cur)
+		urxe_dbg("QP 0x%06x: %s -> %s", qp->e.qpn,
+			 urxe_qp_state_names[cur], urxe_qp_state_names[next]);
+out:
+	pthread_mutex_unlock(&qp->lock);
+	return rc;
+}
+
+/* ---- query ---- */
+
+int urxe_qp_query(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init)
+{
+	struct urxe_qp *qp;
+	enum ibv_qp_state state;
+
+	if (!ibqp || !attr || !init)
+		return -EINVAL;
+	/* As rdma-core's ibv_cmd_query_qp: newer attributes need _ex. */
+	if (mask & ~(IBV_QP_RATE_LIMIT - 1))
+		return -EOPNOTSUPP;
+	qp = to_uqp(ibqp);
+	pthread_mutex_lock(&qp->lock);
+	state = cur_state(qp);
+	/* Like the kernel: every attribute, whatever @mask selects. */
+	*attr = qp->attr;
+	attr->qp_state = state;
+	attr->cur_qp_state = state;
+	attr->cap = qp->init.cap;
+	attr->sq_draining = 0;
+	*init = qp->init;
+	pthread_mutex_unlock(&qp->lock);
+	if (mask & IBV_QP_STATE)
+		ibqp->state = state;
+	return 0;
+}

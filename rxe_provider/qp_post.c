@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Posting work: ibv_post_send(3) and ibv_post_recv(3), reached through
+ * ibv_context.ops.  Each work request is checked, then written into the
+ * next free slot of the queue's ring and published with a release store
+ * of the producer index, under the queue's spinlock (posters only; the
+ * engine reads with acquire).  The first bad request stops the list and
+ * is returned in *bad; those before it stay posted.  After the list the
+ * engine is kicked: it sends at once when no one else is running it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <urxe/provider.h>
+
+#include "provider_int.h"
+
+#define QPN_MASK 0xffffffu
+
+static enum ibv_qp_state qp_state(struct urxe_qp *qp)
+{
+	return __atomic_load_n(&qp->e.attr.state, __ATOMIC_ACQUIRE);
+}
+
+static bool wq_full(struct urxe_wq *q, uint32_t prod)
+{
+	return prod - atomic_load_explicit(&q->cons, memory_order_acquire) >=
+	       q->max_wr;
+}
+
+/* Slot written: hands it to the engine. */
+static void wq_publish(struct urxe_wq *q, uint32_t prod)
+{
+	atomic_store_explicit(&q->prod, prod + 1, memory_order_release);
+}
+
+/* ---- send ---- */
+
+/* Operations per transport (IBA 9.4, Table 38 rows per service). */
+static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return type != IBV_QPT_UD;
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return type == IBV_QPT_RC;
+	default:
+		return false;	/* MW binds, LOCAL_INV, TSO: not yet */
+	}
+}
+
+static bool is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Inline data carries what goes out: sends and writes. */
+static bool may_inline(enum ibv_wr_opcode op)
+{
+	return op != IBV_WR_RDMA_READ && !is_atomic(op);
+}
+
+static uint64_t sge_sum(const struct ibv_sge *sg, int n)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		sum += sg[i].length;
+	return sum;
+}
+
+static int check_send_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr,
+			 uint64_t *len)
+{
+	struct urxe_wq *q = &qp->e.sq;
+
+	if (!opcode_ok(qp->e.type, wr->opcode))
+		return -EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	*len = sge_sum(wr->sg_list, wr->num_sge);
+	if (*len > URXE_MAX_MSG_SZ)
+		return -EINVAL;
+	/* IBA 9.4.5: one 8-byte local buffer receives the original value. */
+	if (is_atomic(wr->opcode) &&
+	    (wr->num_sge != 1 || wr->sg_list[0].length != 8))
+		return -EINVAL;
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    (!may_inline(wr->opcode) || *len > q->max_inline))
+		return -EINVAL;
+	if (qp->e.type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return -EINVAL;
+	return 0;
+}
+
+static void fill_ud(struct urxe_qp *qp, struct urxe_send_wqe *w,
+		    const struct ibv_send_wr *wr)
+{
+	const struct urxe_ah *ah = to_uah(wr->wr.ud.ah);
+	uint32_t qkey = wr->wr.ud.remote_qkey;
+
+	w->dgid = ah->dgid;
+	w->tclass = ah->tclass;
+	w->hop_limit = ah->hop_limit ? ah->hop_limit : 64;
+	w->remote_qpn = wr->wr.ud.remote_qpn & QPN_MASK;
+	/* IBA 10.2.5: a Q_Key with the high bit set means the QP's own. */
+	if (qkey & 0x80000000u)
+		qkey = __atomic_load_n(&qp->e.attr.qkey, __ATOMIC_RELAXED);
+	w->remote_qkey = qkey;
+}
+
+static void fill_send(struct urxe_qp *qp, struct urxe_send_wqe *w,
+		      const struct ibv_send_wr *wr, uint32_t len)
+{
+	int i;
+
+	*w = (struct urxe_send_wqe){
+		.wr_id = wr->wr_id,
+		.opcode = wr->opcode,
+		.send_flags = wr->send_flags,
+		.length = len,
+		.state = URXE_WQE_POSTED,
+		.status = IBV_WC_SUCCESS,
+	};
+	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+		w->imm_inv = wr->invalidate_rkey;
+	else
+		w->imm_inv = (uint32_t)wr->imm_data;	/* stays in wire order */
+	if (is_atomic(wr->opcode)) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else if (qp->e.type == IBV_QPT_UD) {
+		fill_ud(qp, w, wr);
+	} else {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *p = (uint8_t *)w->sge;
+
+		/* The data is copied now: the buffers are free on return. */
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(p, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			p += wr->sg_list[i].length;
+		}
+		return;
+	}
+	w->num_sge = (uint32_t)wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++)
+		w->sge[i] = (struct urxe_sge){
+			.addr = wr->sg_list[i].addr,
+			.length = wr->sg_list[i].length,
+			.lkey = wr->sg_list[i].lkey,
+		};
+}
+
+/*
+ * Posting is allowed from RTS and SQD (the engine holds new work in SQD),
+ * and in SQE/ERR, where the engine completes it with IBV_WC_WR_FLUSH_ERR;
+ * RESET, INIT and RTR refuse it, as kernel rxe does.
+ */
+static bool send_state_ok(enum ibv_qp_state s)
+{
+	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE ||
+	       s == IBV_QPS_ERR;
+}
+
+int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad)
+{
+	struct urxe_qp *qp = to_uqp(ibqp);
+	struct urxe_wq *q = &qp->e.sq;
+	unsigned int posted = 0;
+	uint32_t prod;
+	uint64_t len;
+	int rc = 0;
+
+	if (!send_state_ok(qp_state(qp))) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	pthread_spin_lock(&q->lock);
+	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
+	for (; wr; wr = wr->next, prod++, posted++) {
+		rc = check_send_wr(qp, wr, &len);
+		if (!rc && wq_full(q, prod))
+			rc = -ENOMEM;
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+		fill_send(qp, urxe_wq_slot(q, prod), wr, (uint32_t)len);
+		wq_publish(q, prod);
+	}
+	pthread_spin_unlock(&q->lock);
+	if (posted)
+		urxe_engine_kick(&qp->e);
+	return rc;
+}
+
+/* ---- receive ---- */
+
+int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad)
+{
+	struct urxe_qp *qp = to_uqp(ibqp);
+	struct urxe_wq *q = &qp->e.rq;
+	enum ibv_qp_state s = qp_state(qp);
+	struct urxe_recv_wqe *w;
+	unsigned int posted = 0;
+	uint64_t len;
+	uint32_t prod;
+	int rc = 0, i;
+
+	/* Receives may wait from INIT on (IBA 10.3.1); SRQ QPs use the SRQ. */
+	if (s == IBV_QPS_RESET || ibqp->srq) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	pthread_spin_lock(&q->lock);
+	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
+	for (; wr; wr = wr->next, prod++, posted++) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
+		    (wr->num_sge && !wr->sg_list))
+			rc = -EINVAL;
+		else if (wq_full(q, prod))
+			rc = -ENOMEM;
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+		len = sge_sum(wr->sg_list, wr->num_sge);
+		w = urxe_wq_slot(q, prod);
+		w->wr_id = wr->wr_id;
+		w->num_sge = (uint32_t)wr->num_sge;
+		/* No message exceeds 2^31 bytes: more room changes nothing. */
+		w->length = len > URXE_MAX_MSG_SZ ? URXE_MAX_MSG_SZ : (uint32_t)len;
+		for (i = 0; i < wr->num_sge; i++)
+			w->sge[i] = (struct urxe_sge){
+				.addr = wr->sg_list[i].addr,
+				.length = wr->sg_list[i].length,
+				.lkey = wr->sg_list[i].lkey,
+			};
+		wq_publish(q, prod);
+	}
+	pthread_spin_unlock(&q->lock);
+	/* In ERR the engine flushes what was just posted. */
+	if (posted && s == IBV_QPS_ERR)
+		urxe_engine_kick(&qp->e);
+	return rc;
+}

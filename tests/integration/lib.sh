@@ -1,0 +1,365 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# shellcheck shell=bash
+#
+# Helpers shared by the integration tests; sourced, never run.
+#
+# A test is `t_NAME.sh BUILD_DIR` (ctest passes the build directory).  It
+# drives unmodified Debian verbs programs against BUILD_DIR/lib's
+# libibverbs.so.1, as an ordinary user:
+#   - run as root, programs drop to URXE_TEST_USER (default: nobody) with
+#     setpriv; root itself only builds network namespaces;
+#   - run as anyone else, programs run as that user, directly.
+# Every test gets a private temporary tree ($WORK): its own URXE_RUNDIR
+# (mode 1777) so parallel tests never share slots, and an empty HOME and
+# XDG_CONFIG_HOME so no user's urxe configuration leaks in.  Programs start
+# with a clean environment (env -i), under `timeout`.  Everything started in
+# the background is recorded and stopped by pid; namespaces made with
+# ns_add are deleted; all of it on exit, whatever the exit.
+#
+# Sanitizer builds are detected (the library links libasan): unmodified
+# programs then get libasan preloaded, with leak checking off (Python and
+# the Debian tools are not leak-clean, and their leaks are not ours).
+#
+# Results: `pass`/`fail` print one line per check; `finish` exits 1 if any
+# check failed.  `die` stops at once (a broken premise: later checks would
+# only report noise).  Exit 77 means skipped.
+
+readonly URXE_IT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+B=""		# the build directory, absolute
+WORK=""		# this test's private temporary tree
+RUNDIR=""	# URXE_RUNDIR for every program of this test
+UHOME=""	# HOME of the programs (empty at start)
+TUSER=""	# the user programs run as
+AS_USER=()	# the setpriv prefix, empty when not root
+SAN_ENV=()	# LD_PRELOAD and sanitizer options for unmodified programs
+PIDS=()		# background processes still to stop
+NSS=()		# network namespaces still to delete
+NPASS=0
+NFAIL=0
+RC=0		# exit status of the last `capture`
+T_NAME=$(basename "$0" .sh)
+
+pass() { NPASS=$((NPASS + 1)); printf 'ok    %s\n' "$*"; }
+fail() { NFAIL=$((NFAIL + 1)); printf 'FAIL  %s\n' "$*"; }
+note() { printf '#     %s\n' "$*"; }
+die() { printf 'FATAL %s\n' "$*"; NFAIL=$((NFAIL + 1)); exit 1; }
+skip() { printf 'SKIP  %s\n' "$*"; exit 77; }
+
+# check DESC CMD...: CMD's status decides.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then pass "$desc"; else fail "$desc"; fi
+}
+
+finish() {
+	printf '%s: %d checks passed, %d failed\n' "$T_NAME" "$NPASS" "$NFAIL"
+	[ "$NFAIL" -eq 0 ] || exit 1
+	exit 0
+}
+
+urxe_it_cleanup() {
+	local rc=$? pid ns
+
+	set +e
+	for pid in "${PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	for ns in "${NSS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	[ -n "$WORK" ] && rm -rf "$WORK"
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+		printf '%s: exit %d (%d checks passed, %d failed)\n' "$T_NAME" \
+			"$rc" "$NPASS" "$NFAIL"
+	fi
+	exit "$rc"
+}
+
+# urxe_it_init BUILD_DIR: checks the build, picks the user, makes $WORK.
+urxe_it_init() {
+	local dir=${1:-} uid gid asan
+
+	[ -n "$dir" ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
+	B=$(cd "$dir" && pwd -P) || die "no build directory $dir"
+	[ -e "$B/lib/libibverbs.so.1" ] || die "$B/lib/libibverbs.so.1 is not built"
+	[ -x "$B/bin/urxe" ] || die "$B/bin/urxe is not built"
+	umask 022
+	trap urxe_it_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+
+	if [ "$(id -u)" -eq 0 ]; then
+		TUSER=${URXE_TEST_USER:-nobody}
+		uid=$(id -u "$TUSER" 2>/dev/null) || die "no user $TUSER (URXE_TEST_USER)"
+		gid=$(id -g "$TUSER")
+		[ "$uid" -ne 0 ] || die "URXE_TEST_USER=$TUSER is root; it must be an ordinary user"
+		AS_USER=(setpriv "--reuid=$uid" "--regid=$gid" --clear-groups --)
+	else
+		TUSER=$(id -un)
+		AS_USER=()
+	fi
+
+	WORK=$(mktemp -d "/tmp/urxe-$T_NAME.XXXXXX")
+	chmod 755 "$WORK"
+	RUNDIR=$WORK/run
+	UHOME=$WORK/home
+	mkdir -m 1777 "$RUNDIR" "$WORK/tmp"
+	mkdir -m 700 "$UHOME" "$WORK/out"
+	chmod 1777 "$RUNDIR" "$WORK/tmp"
+	[ "$(id -u)" -ne 0 ] || chown "$uid:$gid" "$UHOME"
+
+	asan=$(ldd "$B/lib/libibverbs.so.1" | awk '$1 ~ /^libasan/ { print $3 }')
+	if [ -n "$asan" ]; then
+		SAN_ENV=("LD_PRELOAD=$asan"
+			 "ASAN_OPTIONS=${URXE_TEST_ASAN_OPTIONS:-detect_leaks=0}"
+			 "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+	fi
+	note "build $B, user $TUSER, work $WORK${asan:+, sanitizers (preload $asan)}"
+}
+
+# The environment every program starts with (then VAR=VAL arguments).
+user_env() {
+	printf '%s\0' "PATH=$URXE_IT_PATH" "HOME=$UHOME" \
+		"XDG_CONFIG_HOME=$UHOME/.config" "URXE_RUNDIR=$RUNDIR" \
+		"TMPDIR=$WORK/tmp" "LC_ALL=C.UTF-8" "PYTHONDONTWRITEBYTECODE=1"
+}
+
+# mkcmd SAN NS [VAR=VAL...] CMD ARGS...: sets CMD to the command line that
+# runs CMD as the user (inside network namespace NS unless it is ""), with
+# a clean environment plus the sanitizer preload if SAN is 1, bounded by
+# T_LIMIT seconds (default 60).  An array, not a function, so that a
+# background job's $! is the `timeout` process itself: stopping that pid
+# stops the program (timeout passes the signal on).
+mkcmd() {
+	local san=$1 ns=$2 env pre=() sanenv=()
+	shift 2
+	mapfile -d '' env < <(user_env)
+	[ -z "$ns" ] || pre=(ip netns exec "$ns")
+	[ "$san" -eq 0 ] || sanenv=("${SAN_ENV[@]}")
+	CMD=(timeout -k 5 "${T_LIMIT:-60}" "${pre[@]}" "${AS_USER[@]}"
+	     env -i "${env[@]}" "${sanenv[@]}" "$@")
+}
+
+# runner_cmd RUNNER ARGS...: CMD for one of the runners below.
+runner_cmd() {
+	local r=$1
+	shift
+	case $r in
+	as_user) mkcmd 1 "" "$@" ;;
+	as_user_plain) mkcmd 0 "" "$@" ;;
+	ns_user) mkcmd 1 "$@" ;;
+	ns_user_plain) mkcmd 0 "$@" ;;
+	*) die "runner_cmd: unknown runner $r" ;;
+	esac
+}
+
+# The runners: as_user [VAR=VAL...] CMD..., ns_user NS [VAR=VAL...] CMD...
+# The _plain forms leave out the sanitizer preload: for shell tools such as
+# ldd, which would otherwise run under ASan themselves.
+as_user() { runner_cmd as_user "$@"; "${CMD[@]}"; }
+as_user_plain() { runner_cmd as_user_plain "$@"; "${CMD[@]}"; }
+ns_user() { runner_cmd ns_user "$@"; "${CMD[@]}"; }
+ns_user_plain() { runner_cmd ns_user_plain "$@"; "${CMD[@]}"; }
+
+# urxe_cli ARGS...: this build's CLI, as the user.
+urxe_cli() { as_user "$B/bin/urxe" "$@"; }
+
+# capture NAME RUNNER ARGS...: runs `RUNNER ARGS...` (as_user, ns_user...)
+# with stdout to $WORK/out/NAME.out and stderr to NAME.err; sets RC.
+capture() {
+	local name=$1
+	shift
+	RC=0
+	"$@" >"$WORK/out/$name.out" 2>"$WORK/out/$name.err" || RC=$?
+}
+out() { printf '%s\n' "$WORK/out/$1.out"; }
+err() { printf '%s\n' "$WORK/out/$1.err"; }
+
+# show NAME: what a captured run printed, indented, for a failure report.
+show() {
+	local f
+	for f in "$WORK/out/$1.out" "$WORK/out/$1.err"; do
+		[ -s "$f" ] || continue
+		printf '#     --- %s (exit %s)\n' "${f##*/}" "${2:-$RC}"
+		head -n 60 "$f" | sed 's/^/#     | /'
+	done
+}
+
+# expect_rc DESC WANT NAME: the captured run NAME exited with WANT.
+expect_rc() {
+	if [ "$RC" -eq "$2" ]; then
+		pass "$1"
+	else
+		fail "$1: exit $RC, expected $2"
+		show "$3"
+	fi
+}
+
+# expect_match DESC NAME ERE [out|err]: a line of NAME's output matches.
+expect_match() {
+	local f=$WORK/out/$2.${4:-out}
+	if grep -Eq -- "$3" "$f"; then
+		pass "$1"
+	else
+		fail "$1: no line matches /$3/ in ${f##*/}"
+		show "$2"
+	fi
+}
+
+# expect_no_match DESC NAME ERE [out|err]
+expect_no_match() {
+	local f=$WORK/out/$2.${4:-out}
+	if ! grep -Eq -- "$3" "$f"; then
+		pass "$1"
+	else
+		fail "$1: a line matches /$3/ in ${f##*/}"
+		show "$2"
+	fi
+}
+
+# bg_user NAME RUNNER ARGS...: like capture, in the background; sets BG_PID.
+# Call it directly (not in $(...)): the pid must land in PIDS.
+bg_user() {
+	local name=$1
+	shift
+	runner_cmd "$@"
+	"${CMD[@]}" >"$WORK/out/$name.out" 2>"$WORK/out/$name.err" &
+	BG_PID=$!
+	PIDS+=("$BG_PID")
+}
+
+# stop_pid PID: ends one process this test started and reaps it; sets RC.
+stop_pid() {
+	local p keep=()
+	kill -TERM "$1" 2>/dev/null || true
+	RC=0
+	wait "$1" 2>/dev/null || RC=$?
+	for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+	PIDS=("${keep[@]}")
+}
+
+# reap PID: waits for a process that ends by itself; sets RC.
+reap() {
+	local p keep=()
+	RC=0
+	wait "$1" || RC=$?
+	for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+	PIDS=("${keep[@]}")
+}
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+# assert_lib_loaded [NS]: the user's dynamic linker picks this build's
+# libibverbs.so.1 both with LD_LIBRARY_PATH and under `urxe run`.  A build
+# the user cannot read silently falls back to Debian's library, and every
+# later check would then test the wrong thing: so this one is fatal.
+assert_lib_loaded() {
+	local run=(as_user_plain) want got
+	[ $# -eq 0 ] || run=(ns_user_plain "$1")
+	want=$(readlink -f "$B/lib/libibverbs.so.1")
+	capture ldd "${run[@]}" LD_LIBRARY_PATH="$B/lib" ldd /usr/bin/ibv_devices
+	if [ "$RC" -ne 0 ] || ! grep -qF "=> $B/lib/libibverbs.so.1 (" "$(out ldd)"; then
+		show ldd
+		die "$TUSER does not load $B/lib/libibverbs.so.1 (is the build directory readable by $TUSER?)"
+	fi
+	capture ldd_run "${run[@]}" "$B/bin/urxe" run -- ldd /usr/bin/ibv_devinfo
+	got=$(awk '$1 == "libibverbs.so.1" { print $3 }' "$(out ldd_run)")
+	if [ "$RC" -ne 0 ] || [ -z "$got" ] || [ "$(readlink -f "$got")" != "$want" ]; then
+		show ldd_run
+		die "under \`urxe run\`, $TUSER loads '${got:-nothing}', not $want"
+	fi
+	pass "$TUSER loads $B/lib/libibverbs.so.1${1:+ in namespace $1} (LD_LIBRARY_PATH and urxe run)"
+}
+
+# devices_in NAME: the device names an `ibv_devices` run printed, sorted,
+# space-separated ("    rxe0            	0200...").
+devices_in() {
+	awk 'NR > 2 && NF == 2 { print $1 }' "$(out "$1")" | sort | tr '\n' ' ' |
+		sed 's/ $//'
+}
+
+# gid_at NAME INDEX: the GID an `ibv_devinfo -v` run printed at INDEX
+# ("			GID[  0]:		::ffff:127.117.1.2, RoCE v2").
+gid_at() {
+	sed -En "s/^[[:space:]]*GID\\[ *$2\\]:[[:space:]]*([^,]+),.*/\\1/p" \
+		"$(out "$1")" | head -n 1
+}
+
+# stall_start NAME RUNNER [VAR=VAL...] CMD...: like bg_user, but CMD's
+# stderr is a pipe that is already full: with URXE_LOG=debug the program
+# stops in its first log line and keeps what it has opened (its context,
+# its slot) until stall_release.  This makes two short-lived programs such
+# as ibv_devinfo overlap for certain, not by luck.  A keeper process holds
+# the pipe open and fills it (4 KiB writes until the kernel says EAGAIN);
+# the shell itself holds no end, so no other child inherits one.
+# Sets BG_PID.
+declare -A STALL_KEEPER=() STALL_DRAIN=()
+stall_start() {
+	local name=$1 fifo=$WORK/$1.fifo
+	shift
+	mkfifo -m 600 "$fifo"
+	(dd if=/dev/zero of="$fifo" bs=4096 count=4096 oflag=nonblock \
+		status=none 2>/dev/null || :; : >"$fifo.full"; exec sleep 600) \
+		<>"$fifo" >/dev/null 2>&1 &
+	STALL_KEEPER[$name]=$!
+	PIDS+=("$!")
+	wait_for 10 test -e "$fifo.full" || die "cannot fill a pipe for $name"
+	runner_cmd "$@"
+	"${CMD[@]}" >"$WORK/out/$name.out" 2>"$fifo" &
+	BG_PID=$!
+	PIDS+=("$BG_PID")
+}
+
+# stall_release NAME: drains the pipe (into NAME.err): the program goes on.
+stall_release() {
+	tr -d '\000' <"$WORK/$1.fifo" >"$WORK/out/$1.err" &
+	STALL_DRAIN[$1]=$!
+	PIDS+=("$!")
+	# The keeper may go only once the drain reads: a full pipe without
+	# readers would kill the program with SIGPIPE.
+	wait_for 10 drain_reads "$!" "$WORK/$1.fifo" ||
+		die "the drain of $1 did not open its pipe"
+	stop_pid "${STALL_KEEPER[$1]}"
+}
+
+drain_reads() { [ "$(readlink "/proc/$1/fd/0" 2>/dev/null)" = "$2" ]; }
+
+# stall_reap NAME PID: waits for the program, then its drain; sets RC.
+stall_reap() {
+	local rc
+	reap "$2"
+	rc=$RC
+	reap "${STALL_DRAIN[$1]}"
+	RC=$rc
+}
+
+# instances: how many device instances (slots) are open in $RUNDIR.
+instances() {
+	T_LIMIT=10 urxe_cli dev show 2>/dev/null |
+		sed -n 's/^# \([0-9]*\) device instance(s) open.*/\1/p'
+}
+instances_are() { [ "$(instances)" = "$1" ]; }
+
+# ns_add VAR SUFFIX: a fresh network namespace, its name (unique to this
+# run) stored in VAR, lo up; deleted on exit.  Root only.  Not in $(...):
+# the name must land in NSS.
+ns_add() {
+	local ns="urxe-$$-$2"
+	ip netns add "$ns" || die "cannot create network namespace $ns"
+	NSS+=("$ns")
+	ip -n "$ns" link set lo up
+	printf -v "$1" '%s' "$ns"
+}
+
+# alive PID: the process still runs.
+alive() { kill -0 "$1" 2>/dev/null; }

@@ -1,0 +1,107 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# t_pyverbs BUILD_DIR: rdma-core's own test suite (Debian's rdma-core
+# package ships it in /usr/share/doc/rdma-core/tests), run unmodified by
+# Debian's /usr/bin/python3 and pyverbs as an ordinary user, on rxe0:
+#   test_device: DeviceTest's 13 cases pass; the device-memory classes
+#                (DMTest, SharedDMTest) pass or skip, never fail;
+#   test_pd:     PDTest's 4 cases pass.
+# As more verbs land, more modules join MODULES with their expectations.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/integration/lib.sh
+. "$HERE/lib.sh"
+SRC=/usr/share/doc/rdma-core/tests
+PY=/usr/bin/python3	# the pyenv python3 on PATH cannot see dist-packages
+[ -e "$SRC/run_tests.py" ] || skip "no $SRC (install rdma-core)"
+[ -x "$PY" ] || skip "no $PY"
+urxe_it_init "$@"
+assert_lib_loaded
+
+MODULES=(test_device test_pd)
+# class:cases that must all pass
+MUST_PASS=(DeviceTest:13 PDTest:4)
+# classes whose cases may pass or skip, nothing else
+MAY_SKIP=(DMTest SharedDMTest)
+
+"$PY" -c 'import pyverbs.device' 2>/dev/null || die "pyverbs is not installed (python3-pyverbs)"
+
+# The suite as its README says: a copy with the modules uncompressed, run
+# from the directory that contains tests/.
+SUITE=$WORK/suite
+mkdir -p "$SUITE"
+cp -r "$SRC" "$SUITE/tests"
+gunzip -f "$SUITE"/tests/*.gz
+chmod -R a+rX "$SUITE"
+
+# pyverbs itself loads this build's library (not Debian's).
+capture maps as_user LD_LIBRARY_PATH="$B/lib" "$PY" -c '
+import pyverbs.device
+print("".join(l for l in open("/proc/self/maps") if "libibverbs.so" in l), end="")'
+if [ "$RC" -eq 0 ] && grep -qF "$(readlink -f "$B/lib/libibverbs.so.1")" "$(out maps)" &&
+	! grep -qF /usr/lib "$(out maps)"; then
+	pass "python3 with pyverbs maps $B/lib's libibverbs.so.1, and no other"
+else
+	show maps
+	die "pyverbs does not load $B/lib/libibverbs.so.1"
+fi
+
+capture suite as_user T_LIMIT=300 LD_LIBRARY_PATH="$B/lib" \
+	/bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$SUITE" \
+	"$PY" tests/run_tests.py -v --dev rxe0 "${MODULES[@]}"
+note "run_tests.py -v --dev rxe0 ${MODULES[*]}: exit $RC"
+# unittest writes its report to stderr.
+sed -n '/^Ran [0-9]* tests/,$p' "$(err suite)" | sed 's/^/#     | /'
+
+# One line per case: "tests.test_pd.PDTest.test_alloc_pd ok".  Verbose
+# unittest prints "name (id)" and, when the case has a docstring, the
+# verdict after the docstring's first line, on the next line.
+awk '
+	match($0, /\(tests\.[A-Za-z0-9_.]+\)/) { id = substr($0, RSTART + 1, RLENGTH - 2) }
+	id != "" && match($0, / \.\.\. (ok|skipped|FAIL|ERROR|expected failure|unexpected success)/) {
+		v = substr($0, RSTART + 5, RLENGTH - 5); sub(/ .*/, "", v)
+		if (v == "expected") v = "xfail"; if (v == "unexpected") v = "xpass"
+		print id, v; id = ""
+	}' "$(err suite)" >"$WORK/out/verdicts"
+
+count() { awk -v c=".$1." -v v="$2" 'index($1, c) && $2 == v' "$WORK/out/verdicts" | wc -l; }
+total() { awk -v c=".$1." 'index($1, c)' "$WORK/out/verdicts" | wc -l; }
+
+for spec in "${MUST_PASS[@]}"; do
+	cls=${spec%%:*}
+	want=${spec##*:}
+	got=$(count "$cls" ok)
+	all=$(total "$cls")
+	if [ "$got" -eq "$want" ] && [ "$all" -eq "$want" ]; then
+		pass "$cls: $got of $want cases pass"
+	else
+		fail "$cls: $got of $want cases pass ($all run)"
+		awk -v c=".$cls." 'index($1, c) && $2 != "ok"' "$WORK/out/verdicts" |
+			sed 's/^/#     | /'
+	fi
+done
+for cls in "${MAY_SKIP[@]}"; do
+	bad=$(awk -v c=".$cls." 'index($1, c) && $2 != "ok" && $2 != "skipped"' \
+		"$WORK/out/verdicts" | wc -l)
+	note "$cls: $(count "$cls" ok) pass, $(count "$cls" skipped) skipped"
+	check "$cls: every case passes or skips ($bad do not)" test "$bad" -eq 0
+done
+
+n_ok=$(awk '$2 == "ok"' "$WORK/out/verdicts" | wc -l)
+n_skip=$(awk '$2 == "skipped"' "$WORK/out/verdicts" | wc -l)
+n_bad=$(awk '$2 != "ok" && $2 != "skipped"' "$WORK/out/verdicts" | wc -l)
+n_all=$(wc -l <"$WORK/out/verdicts")
+note "pyverbs: $n_all cases: $n_ok passed, $n_skip skipped, $n_bad failed or errored"
+ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$(err suite)")
+check "every case unittest ran has a verdict here (ran ${ran:-?}, parsed $n_all)" \
+	test "${ran:-x}" = "$n_all"
+check "no case failed or errored" test "$n_bad" -eq 0
+if [ "$RC" -eq 0 ] && grep -q '^OK' "$(err suite)"; then
+	pass "run_tests.py exits 0 and reports OK"
+else
+	fail "run_tests.py exits $RC"
+	grep -E '^(ERROR|FAIL):|Error|error' "$(err suite)" | head -n 30 | sed 's/^/#     | /'
+fi
+
+finish
