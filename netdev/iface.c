@@ -78,14 +78,6 @@ static int link_attr(const struct nlattr *attr, void *data)
 			snprintf(ifc->name, sizeof(ifc->name), "%s",
 				 mnl_attr_get_str(attr));
 		break;
-	case IFLA_AF_SPEC: {
-		const struct nlattr *af;
-
-		mnl_attr_for_each_nested(af, attr)
-			if (mnl_attr_get_type(af) == AF_INET6)
-				ifc->has_ipv6 = true;
-		break;
-	}
 	}
 	return MNL_CB_OK;
 }
@@ -149,8 +141,12 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 	w->cur.scope = ifa->ifa_scope;
 	w->have = false;
 	mnl_attr_parse(nlh, sizeof(*ifa), addr_attr, w);
-	if (w->have)
-		ifc->addrs[ifc->naddrs++] = w->cur;
+	if (!w->have)
+		return MNL_CB_OK;
+	/* IPv6 is on where the kernel gave the link an IPv6 address. */
+	if (w->cur.family == AF_INET6)
+		ifc->has_ipv6 = true;
+	ifc->addrs[ifc->naddrs++] = w->cur;
 	return MNL_CB_OK;
 }
 

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,6 +77,17 @@ static int lock_byte(int fd, unsigned int index, int cmd, short type,
 	return fcntl(fd, cmd, fl);
 }
 
+static unsigned int rundir_salt(const char *rundir)
+{
+	uint32_t h = 2166136261u;
+
+	if (!strcmp(rundir, URXE_RUNDIR_DEFAULT))
+		return 0;
+	for (; *rundir; rundir++)
+		h = (h ^ (uint8_t)*rundir) * 16777619u;
+	return 1 + h % 61;
+}
+
 int urxe_slot_claim(const char *rundir, struct urxe_slot *slot)
 {
 	struct flock fl;
@@ -89,6 +101,7 @@ int urxe_slot_claim(const char *rundir, struct urxe_slot *slot)
 		if (lock_byte(fd, k, F_OFD_SETLK, F_WRLCK, &fl) == 0) {
 			slot->fd = fd;
 			slot->index = k;
+			slot->addr_index = k + 1024 * rundir_salt(rundir);
 			return 0;
 		}
 		if (errno != EAGAIN && errno != EACCES) {
@@ -123,6 +136,23 @@ int urxe_slot_busy(const char *rundir, unsigned int index)
 	rc = rc ? -errno : fl.l_type != F_UNLCK;
 	close(fd);
 	return rc;
+}
+
+int urxe_udp_addr_free(struct in_addr addr)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(4791),
+		.sin_addr = addr,
+	};
+	int fd, rc;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ? -errno : 1;
+	close(fd);
+	return rc == -EADDRINUSE ? 0 : rc;
 }
 
 struct in_addr urxe_slot_loopback_addr(unsigned int index)

@@ -13,6 +13,7 @@
 #include <urxe/engine.h>
 #include <urxe/log.h>
 #include <urxe/provider.h>
+#include <urxe/util.h>
 
 #include "provider_int.h"
 
@@ -46,7 +47,8 @@ static int refresh_locked(struct urxe_dev *dev)
 	}
 	dev->iface = ifc;
 	dev->node_guid = urxe_guid_from_mac(ifc.mac);
-	urxe_gid_table_build(&ifc, dev->slot.index, dev->gids, URXE_GID_TBL_LEN);
+	urxe_gid_table_build(&ifc, dev->slot.addr_index, dev->gids,
+			     URXE_GID_TBL_LEN);
 	return 0;
 }
 
@@ -57,6 +59,33 @@ int urxe_dev_refresh(struct urxe_dev *dev)
 	pthread_mutex_lock(&dev->lock);
 	rc = refresh_locked(dev);
 	pthread_mutex_unlock(&dev->lock);
+	return rc;
+}
+
+/*
+ * Claims a slot.  On loopback the slot's address must also be free: a
+ * process using another runtime directory may hold the same slot number
+ * (and address); such slots are skipped (held until we are done looking,
+ * so the next claim moves on).
+ */
+static int claim_slot(const struct urxe_dev_desc *desc, struct urxe_slot *slot)
+{
+	struct urxe_slot busy[8];
+	struct urxe_iface ifc;
+	int n = 0, rc, i;
+
+	rc = urxe_slot_claim(desc->rundir, slot);
+	if (rc || urxe_iface_query(desc->netdev, &ifc) || !ifc.loopback)
+		return rc;
+	while (urxe_udp_addr_free(urxe_slot_loopback_addr(slot->addr_index)) == 0 &&
+	       n < (int)URXE_ARRAY_SIZE(busy)) {
+		busy[n++] = *slot;
+		rc = urxe_slot_claim(desc->rundir, slot);
+		if (rc)
+			break;
+	}
+	for (i = 0; i < n; i++)
+		urxe_slot_release(&busy[i]);
 	return rc;
 }
 
@@ -77,7 +106,7 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	dev->desc = *desc;
 	dev->slot.fd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
-	rc = urxe_slot_claim(desc->rundir, &dev->slot);
+	rc = claim_slot(desc, &dev->slot);
 	if (rc)
 		goto err_free;
 	rc = refresh_locked(dev);

@@ -128,8 +128,6 @@ static void init_ibv_qp(struct urxe_qp *qp, struct ibv_pd *pd,
 	q->send_cq = a->send_cq;
 	q->recv_cq = a->recv_cq;
 	q->srq = a->srq;
-	q->qp_num = qp->e.qpn;
-	q->handle = qp->e.qpn;
 	q->state = IBV_QPS_RESET;
 	q->qp_type = a->qp_type;
 	q->events_completed = 0;
@@ -187,11 +185,7 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	if (rc)
 		goto err_sq;
 	init_eqp(qp, pd, attr);
-	/* Publishes the QP: everything the engine reads is set by now. */
-	rc = urxe_engine_qp_add(dev->eng, &qp->e);
-	if (rc)
-		goto err_rq;
-
+	init_ibv_qp(qp, pd, attr);
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->init = *attr;
 	qp->init.cap = cap;
@@ -200,7 +194,12 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	qp->attr.path_mtu = urxe_mtu_to_enum(qp->e.attr.path_mtu);
 	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
 	qp->attr.cap = cap;
-	init_ibv_qp(qp, pd, attr);
+	/* Publishes the QP: everything the engine may touch is set by now. */
+	rc = urxe_engine_qp_add(dev->eng, &qp->e);
+	if (rc)
+		goto err_locks;
+	qp->vqp.qp_base.qp_num = qp->e.qpn;
+	qp->vqp.qp_base.handle = qp->e.qpn;
 	atomic_fetch_add(&to_upd(pd)->users, 1);
 	atomic_fetch_add(&to_ucq(attr->send_cq)->users, 1);
 	atomic_fetch_add(&to_ucq(attr->recv_cq)->users, 1);
@@ -211,7 +210,10 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	*out = &qp->vqp.qp_base;
 	return 0;
 
-err_rq:
+err_locks:
+	pthread_mutex_destroy(&qp->lock);
+	pthread_mutex_destroy(&qp->vqp.qp_base.mutex);
+	pthread_cond_destroy(&qp->vqp.qp_base.cond);
 	urxe_wq_fini(&qp->e.rq);
 err_sq:
 	urxe_wq_fini(&qp->e.sq);

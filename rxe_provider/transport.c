@@ -155,7 +155,7 @@ static int bind_locked(struct urxe_dev *dev)
 	struct urxe_udp_conf conf = {
 		.ifc = &dev->iface,
 		.loopback = dev->iface.loopback,
-		.lo_addr = urxe_slot_loopback_addr(dev->slot.index),
+		.lo_addr = urxe_slot_loopback_addr(dev->slot.addr_index),
 	};
 	int rc;
 

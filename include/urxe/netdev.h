@@ -32,7 +32,7 @@ struct urxe_iface {
 	bool up;		/* IFF_UP */
 	bool running;		/* IFF_RUNNING: carrier, operational */
 	bool loopback;		/* IFF_LOOPBACK */
-	bool has_ipv6;		/* the kernel has an inet6 device on it */
+	bool has_ipv6;		/* IPv6 enabled: the link has an IPv6 address */
 	unsigned int naddrs;
 	struct urxe_ifaddr addrs[URXE_IFACE_MAX_ADDRS];
 };
@@ -51,6 +51,13 @@ int urxe_iface_query(const char *name, struct urxe_iface *out);
 struct urxe_slot {
 	int fd;			/* lock file, O_CLOEXEC, holds the OFD lock */
 	unsigned int index;
+	/*
+	 * Index of the slot's loopback address: the slot itself in the default
+	 * runtime directory; in another one offset by a multiple of 1024 from
+	 * a hash of its path, so that separate runtime directories (tests)
+	 * rarely share addresses.
+	 */
+	unsigned int addr_index;
 };
 
 /* Creates (mode 1777) or checks the runtime directory. */
@@ -70,8 +77,11 @@ void urxe_slot_release(struct urxe_slot *slot);
 /* Whether slot @index is held: 1, 0, or a negative errno. */
 int urxe_slot_busy(const char *rundir, unsigned int index);
 
-/* 127.117.h.l for a slot on loopback, in network byte order. */
+/* 127.117.h.l for address index @index (< 62 * 1024), network order. */
 struct in_addr urxe_slot_loopback_addr(unsigned int index);
+
+/* Whether a UDP socket can bind @addr:4791 right now: 1, 0, or -errno. */
+int urxe_udp_addr_free(struct in_addr addr);
 
 /* ---- the udp backend (udp.c) ---- */
 

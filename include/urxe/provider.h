@@ -90,8 +90,9 @@ int urxe_dev_refresh(struct urxe_dev *dev);
 uint64_t urxe_guid_from_mac(const uint8_t mac[6]);
 
 /*
- * Builds the GID table of a device on @ifc whose instance holds slot
- * @slot: on loopback the slot's own ::ffff:127.117.h.l at index 0; on a
+ * Builds the GID table of a device on @ifc whose instance holds a slot of
+ * address index @slot: on loopback the slot's own ::ffff:127.117.h.l at
+ * index 0; on a
  * real interface the link-local GID from the MAC (when the interface has
  * IPv6), then one GID per IPv4 address, then per IPv6 address.  Unused
  * entries are zeroed.  Returns the number of valid entries.

@@ -10,15 +10,17 @@
 #     setpriv; root itself only builds network namespaces;
 #   - run as anyone else, programs run as that user, directly.
 # Every test gets a private temporary tree ($WORK): its own URXE_RUNDIR
-# (mode 1777) so parallel tests never share slots, and an empty HOME and
-# XDG_CONFIG_HOME so no user's urxe configuration leaks in.  Programs start
+# (mode 1777), so that its slot registry (what `urxe dev show` counts) holds
+# only its own processes, and an empty HOME and XDG_CONFIG_HOME, so that no
+# user's urxe configuration leaks in.  Programs start
 # with a clean environment (env -i), under `timeout`.  Everything started in
 # the background is recorded and stopped by pid; namespaces made with
 # ns_add are deleted; all of it on exit, whatever the exit.
 #
 # Sanitizer builds are detected (the library links libasan): unmodified
-# programs then get libasan preloaded, with leak checking off (Python and
-# the Debian tools are not leak-clean, and their leaks are not ours).
+# programs then get libasan preloaded (URXE_TEST_PRELOAD, else the libasan
+# the library links), leak checking on (URXE_TEST_ASAN_OPTIONS overrides)
+# except in Python, which is not leak-clean.
 #
 # Results: `pass`/`fail` print one line per check; `finish` exits 1 if any
 # check failed.  `die` stops at once (a broken premise: later checks would
@@ -112,8 +114,9 @@ urxe_it_init() {
 
 	asan=$(ldd "$B/lib/libibverbs.so.1" | awk '$1 ~ /^libasan/ { print $3 }')
 	if [ -n "$asan" ]; then
+		asan=${URXE_TEST_PRELOAD:-$asan}
 		SAN_ENV=("LD_PRELOAD=$asan"
-			 "ASAN_OPTIONS=${URXE_TEST_ASAN_OPTIONS:-detect_leaks=0}"
+			 "ASAN_OPTIONS=${URXE_TEST_ASAN_OPTIONS:-detect_leaks=1}"
 			 "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
 	fi
 	note "build $B, user $TUSER, work $WORK${asan:+, sanitizers (preload $asan)}"
@@ -138,8 +141,18 @@ mkcmd() {
 	mapfile -d '' env < <(user_env)
 	[ -z "$ns" ] || pre=(ip netns exec "$ns")
 	[ "$san" -eq 0 ] || sanenv=("${SAN_ENV[@]}")
+	# Python is not leak-clean, and its leaks are not ours.
+	[ "${#sanenv[@]}" -eq 0 ] || ! runs_python "$@" ||
+		sanenv+=("ASAN_OPTIONS=detect_leaks=0")
 	CMD=(timeout -k 5 "${T_LIMIT:-60}" "${pre[@]}" "${AS_USER[@]}"
 	     env -i "${env[@]}" "${sanenv[@]}" "$@")
+}
+
+# runs_python ARGS...: a command line that starts Python, directly or not.
+runs_python() {
+	local a
+	for a in "$@"; do [[ ${a##*/} != python* ]] || return 0; done
+	return 1
 }
 
 # runner_cmd RUNNER ARGS...: CMD for one of the runners below.

@@ -96,6 +96,7 @@ capture down ns_user "$A" "$DEV" "$URXE" run -- ibv_devinfo
 expect_rc "ibv_devinfo on a down link exits 0" 0 down
 check "link down: PORT_DOWN (got '$(port_state down)')" test "$(port_state down)" = PORT_DOWN
 ip -n "$A" link set vethA up
+# shellcheck disable=SC2317 # called through check/wait_for
 active_again() {
 	capture up ns_user "$A" "$DEV" "$URXE" run -- ibv_devinfo
 	[ "$(port_state up)" = PORT_ACTIVE ]

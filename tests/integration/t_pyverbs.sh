@@ -17,6 +17,7 @@ PY=/usr/bin/python3	# the pyenv python3 on PATH cannot see dist-packages
 [ -e "$SRC/run_tests.py" ] || skip "no $SRC (install rdma-core)"
 [ -x "$PY" ] || skip "no $PY"
 urxe_it_init "$@"
+# shellcheck disable=SC2119 # no namespace: the host's
 assert_lib_loaded
 
 MODULES=(test_device test_pd)
@@ -47,6 +48,7 @@ else
 	die "pyverbs does not load $B/lib/libibverbs.so.1"
 fi
 
+# shellcheck disable=SC2016 # $1 and $@ are the inner shell's
 capture suite as_user T_LIMIT=300 LD_LIBRARY_PATH="$B/lib" \
 	/bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$SUITE" \
 	"$PY" tests/run_tests.py -v --dev rxe0 "${MODULES[@]}"
