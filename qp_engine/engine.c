@@ -297,6 +297,15 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 	int rc = 0;
 
 	pthread_mutex_lock(&eng->lock);
+	/*
+	 * The transport may have moved the QP to ERR since the caller looked:
+	 * from ERR only RESET (or ERR again) is a legal next state.
+	 */
+	if (qp->attr.state == IBV_QPS_ERR && (mask & IBV_QP_STATE) &&
+	    a->state != IBV_QPS_RESET && a->state != IBV_QPS_ERR) {
+		rc = -EINVAL;
+		goto out;
+	}
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
 		uint32_t n = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
 		struct urxe_rd_res *r = calloc(n, sizeof(*r));

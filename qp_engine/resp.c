@@ -200,10 +200,12 @@ static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	}
 	if (urxe_sge_copy_in(qp->eng, qp->pd, rwqe->sge, rwqe->num_sge,
 			     qp->rq_off, pkt + oi->hdr_len, paylen)) {
+		/* IBA 9.7.5.2.4: our local failure is the requester's
+		 * remote operational error. */
 		complete_recv(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0,
 			      bth, NULL, NULL);
 		qp->rq_active = false;
-		return -EACCES;
+		return -EFAULT;
 	}
 	qp->rq_off += paylen;
 	if (oi->flags & URXE_F_LAST) {

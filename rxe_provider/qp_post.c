@@ -110,6 +110,7 @@ static void fill_ud(struct urxe_qp *qp, struct urxe_send_wqe *w,
 	uint32_t qkey = wr->wr.ud.remote_qkey;
 
 	w->dgid = ah->dgid;
+	w->sgid = ah->sgid;
 	w->tclass = ah->tclass;
 	w->hop_limit = ah->hop_limit ? ah->hop_limit : 64;
 	w->remote_qpn = wr->wr.ud.remote_qpn & QPN_MASK;

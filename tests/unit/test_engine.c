@@ -8,6 +8,7 @@
  * access violations end in the statuses the IBA prescribes.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -426,6 +427,50 @@ START_TEST(rc_remote_access)
 }
 END_TEST
 
+/* A receive with a bad lkey: remote operational error at the requester. */
+START_TEST(rc_recv_bad_lkey)
+{
+	struct ibv_wc wc;
+
+	post_recv(&nodes[1], 4, 0, 100);
+	((struct urxe_recv_wqe *)urxe_wq_slot(&nodes[1].qp.rq, 0))->sge[0].lkey ^= 0x10;
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 50);
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_REM_OP_ERR);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+	ck_assert_uint_eq(wc.wr_id, 4);
+	ck_assert_int_eq(nodes[1].qp.attr.state, IBV_QPS_ERR);
+}
+END_TEST
+
+/* A receive too short: invalid request at the requester. */
+START_TEST(rc_recv_too_short)
+{
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 3000);
+	post_recv(&nodes[1], 6, 0, 1000);
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_REM_INV_REQ_ERR);
+	ck_assert_int_eq(poll_one(&nodes[1]).status, IBV_WC_LOC_LEN_ERR);
+}
+END_TEST
+
+/* Out of ERR only RESET is allowed. */
+START_TEST(rc_modify_out_of_err)
+{
+	struct urxe_qp_attr at = { .state = IBV_QPS_ERR };
+
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[0].qp, &at, IBV_QP_STATE), 0);
+	at.state = IBV_QPS_RTS;
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[0].qp, &at, IBV_QP_STATE),
+			 -EINVAL);
+	at.state = IBV_QPS_RESET;
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[0].qp, &at, IBV_QP_STATE), 0);
+}
+END_TEST
+
 /* Misaligned atomic: NAK invalid request. */
 START_TEST(rc_atomic_misaligned)
 {
@@ -483,6 +528,9 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_rnr);
 	tcase_add_test(tc, rc_remote_access);
 	tcase_add_test(tc, rc_atomic_misaligned);
+	tcase_add_test(tc, rc_recv_bad_lkey);
+	tcase_add_test(tc, rc_recv_too_short);
+	tcase_add_test(tc, rc_modify_out_of_err);
 	tcase_add_test(tc, rc_many_messages);
 	suite_add_tcase(s, tc);
 	return s;
