@@ -195,8 +195,12 @@ check_pyverbs_import() {
 		skip "python3-pyverbs or $PYTHON absent: import not checked"
 		return
 	fi
+	# A sanitizer build needs its runtime first in an unmodified python.
+	local asan
+	asan=$(ldd "$OURS" 2>/dev/null | awk '/libasan/ {print $3; exit}')
 	# Also print which libibverbs got mapped, to be sure it is ours.
-	if ! out=$(LD_LIBRARY_PATH="$LIBDIR" "$PYTHON" -c "
+	if ! out=$(LD_PRELOAD="${asan:-}" ASAN_OPTIONS=detect_leaks=0 \
+		LD_LIBRARY_PATH="$LIBDIR" "$PYTHON" -c "
 import $mods
 maps = open('/proc/self/maps').read().split('\n')
 print(sorted({l.split()[-1] for l in maps if 'libibverbs.so' in l}))
