@@ -508,6 +508,10 @@ int urxe_engine_progress(struct urxe_engine *eng)
 {
 	int did;
 
+	if (!eng->thread_running || !pthread_equal(pthread_self(), eng->thread))
+		atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
+				      memory_order_relaxed);
+
 	if (pthread_mutex_trylock(&eng->lock)) {
 		atomic_store(&eng->work, true);
 		return 0;

@@ -65,11 +65,19 @@ struct urxe_engine {
 	ev_async wake;
 	ev_async stop;
 	ev_timer timer;
+	ev_timer backoff;		/* application threads are polling */
 	ev_io io[10];
 	unsigned int nio;
+	bool io_parked;
+	/* last time an application thread ran progress (ns) */
+	_Atomic uint64_t app_progress_ns;
 };
 
 #define URXE_WINDOW_PKTS 32		/* unacknowledged packets per QP */
+/* The engine thread leaves the sockets to polling applications... */
+#define URXE_APP_ACTIVE_NS 100000
+/* ...and looks again this often. */
+#define URXE_BACKOFF_S 0.0001
 
 static inline void urxe_count(struct urxe_engine *eng, enum urxe_counter c,
 			      uint64_t n)

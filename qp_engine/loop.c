@@ -34,10 +34,62 @@ static void run(struct ev_loop *loop)
 	rearm_timer(eng);
 }
 
+/* Were application threads driving progress a moment ago? */
+static bool apps_active(struct urxe_engine *eng)
+{
+	uint64_t last = atomic_load_explicit(&eng->app_progress_ns,
+					     memory_order_relaxed);
+
+	return last && urxe_now(eng) - last < URXE_APP_ACTIVE_NS;
+}
+
+static void park_io(struct urxe_engine *eng, bool park)
+{
+	unsigned int i;
+
+	if (park == eng->io_parked)
+		return;
+	for (i = 0; i < eng->nio; i++) {
+		if (park)
+			ev_io_stop(eng->loop, &eng->io[i]);
+		else
+			ev_io_start(eng->loop, &eng->io[i]);
+	}
+	eng->io_parked = park;
+}
+
+/*
+ * On a 2-core machine a busy-polling application and this thread would
+ * fight over the cores and the progress lock.  While the application
+ * calls in, it does the work: this thread stops watching the sockets and
+ * looks again every URXE_BACKOFF_S; it takes over when the calls stop.
+ */
 static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
+	struct urxe_engine *eng = ev_userdata(loop);
+
 	(void)w;
 	(void)revents;
+	if (apps_active(eng)) {
+		park_io(eng, true);
+		ev_timer_set(&eng->backoff, URXE_BACKOFF_S, 0.0);
+		ev_timer_start(loop, &eng->backoff);
+		return;
+	}
+	run(loop);
+}
+
+static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct urxe_engine *eng = ev_userdata(loop);
+
+	(void)revents;
+	if (apps_active(eng)) {
+		ev_timer_set(w, URXE_BACKOFF_S, 0.0);
+		ev_timer_start(loop, w);
+		return;
+	}
+	park_io(eng, false);
 	run(loop);
 }
 
@@ -92,6 +144,8 @@ int urxe_engine_thread_start(struct urxe_engine *eng, const int *fds,
 	}
 	eng->nio = nfds;
 	ev_timer_init(&eng->timer, on_timer, 0.0, 0.0);
+	ev_timer_init(&eng->backoff, on_backoff, URXE_BACKOFF_S, 0.0);
+	eng->io_parked = false;
 	ev_async_init(&eng->wake, on_wake);
 	ev_async_start(eng->loop, &eng->wake);
 	ev_async_init(&eng->stop, on_stop);
