@@ -84,15 +84,70 @@ static bool is_rd_atomic(const struct urxe_send_wqe *wqe)
 	       wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-static void arm_retx(struct urxe_eqp *qp)
+static uint64_t iba_timeout_ns(const struct urxe_eqp *qp)
 {
-	bool busy = qp->sq_comp != qp->sq_next ||
-		    (qp->sq_next != atomic_load(&qp->sq.prod) &&
-		     ((struct urxe_send_wqe *)urxe_wq_slot(&qp->sq, qp->sq_next))->state
-			     == URXE_WQE_SENDING);
+	return 4096ull << qp->attr.timeout;	/* IBA 9.7.6.1.3 */
+}
 
-	urxe_timer_set(qp, &qp->retx_deadline, busy && qp->attr.timeout ?
-		       urxe_now(qp->eng) + (4096ull << qp->attr.timeout) : 0);
+/*
+ * The timer that resends.  The IBA's local ACK timeout (4.096 us x
+ * 2^timeout, 67 ms for the usual 14) is how long the requester may go
+ * without progress before a retry counts; waiting that long before every
+ * resend would make each tail loss cost 67 ms.  So resends happen after a
+ * fast timeout from the measured round trip (3 x srtt + 200 us, at least
+ * 300 us, doubling while nothing moves, never above the IBA's), and a
+ * retry is counted once per IBA timeout without progress: the retry
+ * budget stays (retry_cnt + 1) x the IBA timeout.
+ */
+static uint64_t fast_rto_ns(const struct urxe_eqp *qp)
+{
+	uint64_t rto = qp->srtt_ns ? 3ull * qp->srtt_ns + 200000 : 1000000;
+
+	if (qp->rto_ns)
+		rto = qp->rto_ns;
+	if (rto < 300000)
+		rto = 300000;
+	return rto < iba_timeout_ns(qp) ? rto : iba_timeout_ns(qp);
+}
+
+static bool in_flight(struct urxe_eqp *qp)
+{
+	return qp->sq_comp != qp->sq_next ||
+	       (qp->sq_next != atomic_load(&qp->sq.prod) &&
+		((struct urxe_send_wqe *)urxe_wq_slot(&qp->sq, qp->sq_next))->state
+			== URXE_WQE_SENDING);
+}
+
+void urxe_retx_arm(struct urxe_eqp *qp)
+{
+	uint64_t now;
+
+	if (!qp->attr.timeout || !in_flight(qp)) {
+		qp->retx_deadline = 0;	/* timeout 0: no transport timer */
+		return;
+	}
+	now = urxe_now(qp->eng);
+	if (!qp->retx_deadline)
+		qp->progress_ns = now;	/* starting from idle */
+	urxe_timer_set(qp, &qp->retx_deadline, now + fast_rto_ns(qp));
+}
+
+/* Forward progress: the retry budget starts over, the timer is re-armed. */
+static void progressed(struct urxe_eqp *qp, uint32_t acked)
+{
+	uint64_t now = urxe_now(qp->eng);
+
+	qp->retries_left = qp->attr.retry_cnt;
+	qp->progress_ns = now;
+	qp->rto_ns = 0;
+	if (qp->rtt_active && !urxe_psn_before(acked, qp->rtt_psn)) {
+		uint32_t sample = (uint32_t)(now - qp->rtt_start);
+
+		qp->srtt_ns = qp->srtt_ns ? (7 * qp->srtt_ns + sample) / 8 : sample;
+		qp->rtt_active = false;
+	}
+	qp->retx_deadline = 0;
+	urxe_retx_arm(qp);
 }
 
 /* Forward progress: acknowledgements up to and including @psn. */
@@ -110,9 +165,8 @@ static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
 	}
 	if (urxe_psn_before(qp->acked_psn, next) && !urxe_psn_before(qp->psn, next)) {
 		qp->acked_psn = next;
-		qp->retries_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
-		arm_retx(qp);
+		progressed(qp, psn);
 	}
 	urxe_qp_schedule(qp);
 }
@@ -237,14 +291,13 @@ static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (qp->resp_pkts)
 		qp->resp_pkts--;
 	qp->acked_psn = urxe_psn_add(bth->psn, 1);
-	qp->retries_left = qp->attr.retry_cnt;
 	if (oi->flags & URXE_F_LAST) {
 		if (qp->rd_outstanding)
 			qp->rd_outstanding--;
 		if (wqe->rcvd == wqe->length)
 			urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	}
-	arm_retx(qp);
+	progressed(qp, bth->psn);
 	urxe_qp_schedule(qp);
 }
 
@@ -275,7 +328,7 @@ static void atomic_ack(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		qp->resp_pkts--;
 	urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	qp->acked_psn = urxe_psn_add(bth->psn, 1);
-	arm_retx(qp);
+	progressed(qp, bth->psn);
 	urxe_qp_schedule(qp);
 }
 
@@ -314,7 +367,8 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 {
 	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
 		qp->rnr_deadline = 0;
-		arm_retx(qp);
+		qp->retx_deadline = 0;
+		urxe_retx_arm(qp);
 		urxe_qp_schedule(qp);
 	}
 	if (!qp->retx_deadline || now < qp->retx_deadline)
@@ -323,16 +377,25 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 		qp->retx_deadline = 0;
 		return;
 	}
-	/* IBA 9.7.6.1.3: retry_cnt retries, then the WQE fails (7 is 7). */
-	if (!qp->retries_left) {
-		urxe_count(qp->eng, URXE_CNT_RETRY_EXCEEDED_ERR, 1);
-		fail(qp, qp->acked_psn, IBV_WC_RETRY_EXC_ERR);
-		return;
+	/* IBA 9.7.6.1.3: a retry per timeout without progress; retry_cnt
+	 * retries, then the WQE fails (7 means 7). */
+	if (now - qp->progress_ns >= iba_timeout_ns(qp)) {
+		if (!qp->retries_left) {
+			urxe_count(qp->eng, URXE_CNT_RETRY_EXCEEDED_ERR, 1);
+			fail(qp, qp->acked_psn, IBV_WC_RETRY_EXC_ERR);
+			return;
+		}
+		urxe_count(qp->eng, URXE_CNT_COMPLETER_RETRY_ERR, 1);
+		urxe_dbg("QP 0x%06x: no progress for a timeout: retry from PSN %u (%u left)",
+			 qp->qpn, qp->acked_psn, qp->retries_left);
+		qp->retries_left--;
+		qp->progress_ns = now;
 	}
-	urxe_count(qp->eng, URXE_CNT_COMPLETER_RETRY_ERR, 1);
-	qp->retries_left--;
 	urxe_req_rewind(qp, qp->acked_psn);
-	urxe_timer_set(qp, &qp->retx_deadline, now + (4096ull << qp->attr.timeout));
+	qp->rtt_active = false;		/* Karn: no samples from resends */
+	qp->rto_ns = (uint32_t)(2 * fast_rto_ns(qp) < iba_timeout_ns(qp) ?
+				2 * fast_rto_ns(qp) : iba_timeout_ns(qp));
+	urxe_timer_set(qp, &qp->retx_deadline, now + qp->rto_ns);
 	urxe_qp_schedule(qp);
 }
 

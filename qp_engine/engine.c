@@ -233,6 +233,9 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 	}
 	qp->on_list = false;
 	pthread_mutex_unlock(&eng->list_lock);
+	if (qp->wr_mem)
+		urxe_mem_put(qp->wr_mem);
+	qp->wr_mem = NULL;
 	free(qp->rd_res);
 	qp->rd_res = NULL;
 	pthread_mutex_unlock(&eng->lock);
@@ -284,7 +287,14 @@ static void qp_reset(struct urxe_eqp *qp)
 	qp->unacked_pkts = 0;
 	qp->rq_active = false;
 	qp->ack_pending = false;
+	if (qp->wr_mem)
+		urxe_mem_put(qp->wr_mem);
 	qp->wr_mem = NULL;
+	qp->wr_resid = 0;
+	qp->retx_deadline = 0;
+	qp->rnr_deadline = 0;
+	qp->resp_pkts = 0;
+	qp->nak_seq_sent = false;
 	qp->rd_res_next = 0;
 	if (qp->rd_res)
 		memset(qp->rd_res, 0, qp->rd_res_n * sizeof(*qp->rd_res));

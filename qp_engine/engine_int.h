@@ -144,6 +144,17 @@ uint64_t urxe_now(struct urxe_engine *eng);
 void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline);
 
 /* comp.c */
+/* (Re)arms the transport timer of @qp if it has packets in flight. */
+void urxe_retx_arm(struct urxe_eqp *qp);
+/* Starts a round-trip sample at @psn unless one is in flight. */
+static inline void urxe_rtt_start(struct urxe_eqp *qp, uint32_t psn)
+{
+	if (qp->rtt_active || qp->type != IBV_QPT_RC)
+		return;
+	qp->rtt_active = true;
+	qp->rtt_psn = psn;
+	qp->rtt_start = urxe_now(qp->eng);
+}
 void urxe_comp_send(struct urxe_eqp *qp, struct urxe_send_wqe *wqe,
 		    enum ibv_wc_status status);
 void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now);

@@ -259,15 +259,20 @@ static bool id_plausible(uint32_t src, uint16_t id)
 	return ok;
 }
 
-bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
-			const struct urxe_rx_meta *meta)
+/*
+ * Computes the ICRC with the header rebuilt from @meta; for IPv4 from a
+ * socket, also solves for the ID and DF bit.  Returns 1 for an exact match
+ * (*id 0), 2 for a match with a solved ID in *id (DF set), 0 otherwise.
+ */
+static int rx_match(const uint8_t *roce, uint32_t len,
+		    const struct urxe_rx_meta *meta, uint16_t *id)
 {
 	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
-	uint32_t want = urxe_icrc_load(roce + len - URXE_ICRC_LEN), bits;
+	uint32_t want = urxe_icrc_load(roce + len - URXE_ICRC_LEN), bits, got;
 	struct urxe_icrc c;
 	size_t ip_len = 0;
-	uint32_t got;
 
+	*id = 0;
 	if (meta->ip_hdr_known) {
 		urxe_icrc_begin(&c, meta->ip, meta->ip_len, meta->ip + meta->ip_len,
 				roce);
@@ -281,14 +286,34 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 			 len - URXE_BTH_LEN - URXE_ICRC_LEN);
 	got = urxe_icrc_end(&c);
 	if (got == want)
-		return true;	/* exact, or IPv4 with ID 0 and DF: urxe peers */
+		return 1;	/* exact, or IPv4 with ID 0 and DF: urxe peers */
 	if (meta->ip_hdr_known || ip_len != IPV4_MIN_HDR_LEN)
-		return false;
+		return 0;
 	/* got assumed DF set: the solution's DF bit must come out clear. */
 	if (!id_solve(len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN - URXE_ICRC_LEN,
-		      got ^ want, &bits))
+		      got ^ want, &bits) || (bits & (1u << 16)))
+		return 0;	/* no solution, or DF clear: not RoCE as sent */
+	*id = (uint16_t)bits;
+	return 2;
+}
+
+bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
+			const struct urxe_rx_meta *meta)
+{
+	uint16_t id;
+
+	switch (rx_match(roce, len, meta, &id)) {
+	case 1:
+		return true;
+	case 2:
+		return id_plausible(urxe_get32(meta->sgid.raw + 12), id);
+	default:
 		return false;
-	if (bits & (1u << 16))
-		return false;	/* DF clear: not what RoCE senders do */
-	return id_plausible(urxe_get32(meta->sgid.raw + 12), (uint16_t)bits);
+	}
+}
+
+bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
+			  const struct urxe_rx_meta *meta, uint16_t *ip_id)
+{
+	return rx_match(roce, len, meta, ip_id) != 0;
 }

@@ -171,6 +171,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		return rc;	/* the packet is not committed */
 	wqe_path(qp, wqe, &path);
 	urxe_tx_commit(eng, &path, oi, paylen);
+	urxe_rtt_start(qp, bth.psn);
 	wqe->sent += paylen;
 	qp->psn = urxe_psn_add(qp->psn, 1);
 	if (last)
@@ -210,6 +211,7 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	put_ext_hdrs(qp, wqe, oi, buf, wqe->remote_addr + wqe->sent, len);
 	wqe_path(qp, wqe, &path);
 	urxe_tx_commit(qp->eng, &path, oi, 0);
+	urxe_rtt_start(qp, urxe_psn_add(bth.psn, npkts - 1));
 	qp->resp_pkts += npkts;
 	qp->rd_outstanding++;
 	wqe->sent += len;
@@ -287,14 +289,9 @@ void urxe_req_run(struct urxe_eqp *qp)
 		/* Unreliable transports complete once the packets are out. */
 		if (qp->type != IBV_QPT_RC)
 			urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
-		else if (!qp->retx_deadline && qp->attr.timeout)
-			urxe_timer_set(qp, &qp->retx_deadline, urxe_now(qp->eng) +
-				       (4096ull << qp->attr.timeout));
 	}
-	if (qp->type == IBV_QPT_RC && qp->sq_next != qp->sq_comp &&
-	    !qp->retx_deadline && qp->attr.timeout)
-		urxe_timer_set(qp, &qp->retx_deadline, urxe_now(qp->eng) +
-			       (4096ull << qp->attr.timeout));
+	if (qp->type == IBV_QPT_RC && !qp->retx_deadline)
+		urxe_retx_arm(qp);
 }
 
 void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
@@ -304,6 +301,7 @@ void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
 	qp->rd_outstanding = 0;
 	qp->resp_pkts = 0;
 	qp->unacked_pkts = 0;
+	qp->rtt_active = false;		/* Karn: resent PSNs give no samples */
 	for (i = qp->sq_comp; i != qp->sq_next + 1; i++) {
 		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, i);
 

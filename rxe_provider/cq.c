@@ -213,6 +213,32 @@ int urxe_cq_resize(struct ibv_cq *ibcq, int cqe)
 	return 0;
 }
 
+/*
+ * Under the ring lock the engine pushes under, walking from the newest
+ * entry back: each kept entry slides toward prod by the number dropped
+ * after it, then cons skips the freed slots.
+ */
+unsigned int urxe_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct urxe_cq_ring *r = &to_ucq(ibcq)->ring;
+	unsigned int dropped = 0;
+	uint32_t cons, i;
+
+	pthread_spin_lock(&r->lock);
+	cons = atomic_load_explicit(&r->cons, memory_order_relaxed);
+	i = atomic_load_explicit(&r->prod, memory_order_relaxed);
+	while (i != cons) {
+		i--;
+		if (r->wc[i & r->mask].qp_num == qpn)
+			dropped++;
+		else if (dropped)
+			r->wc[(i + dropped) & r->mask] = r->wc[i & r->mask];
+	}
+	atomic_store_explicit(&r->cons, cons + dropped, memory_order_release);
+	pthread_spin_unlock(&r->lock);
+	return dropped;
+}
+
 int urxe_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct urxe_cq *cq = to_ucq(ibcq);

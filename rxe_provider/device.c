@@ -220,8 +220,15 @@ int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
 	a->hw_ver = 0;
 	a->max_qp = 1 << URXE_QPN_INDEX_BITS;
 	a->max_qp_wr = URXE_MAX_QP_WR;
-	/* Capability bits are set as the features behind them land. */
-	a->device_cap_flags = IBV_DEVICE_SYS_IMAGE_GUID;
+	/*
+	 * Only what works: the responder sends RNR NAKs (IBA 9.7.5.2.8).
+	 * Not PORT_ACTIVE_EVENT (no port events are raised), MEM_WINDOW,
+	 * XRC, SRQ_RESIZE, AUTO_PATH_MIG: bits come as the features land.
+	 */
+	a->device_cap_flags = IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_RC_RNR_NAK_GEN;
+	/* The kernel's 64-bit flags: the same bits, none above 31 yet. */
+	attr->device_cap_flags_ex = a->device_cap_flags;
 	a->max_sge = URXE_MAX_SGE;
 	a->max_sge_rd = URXE_MAX_SGE;
 	a->max_cq = URXE_MAX_CQ;
@@ -231,7 +238,12 @@ int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
 	a->max_qp_rd_atom = URXE_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = URXE_MAX_RD_ATOM;
 	a->max_res_rd_atom = URXE_MAX_RD_ATOM * a->max_qp;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	/*
+	 * The responder executes atomics with the CPU's atomic instructions
+	 * under the engine's progress lock: atomic against every atomic
+	 * through this device.  Only HCA is promised, as by kernel rxe.
+	 */
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mcast_grp = URXE_MAX_MCAST_GRP;
 	a->max_mcast_qp_attach = URXE_MAX_MCAST_QP_ATTACH;
 	a->max_total_mcast_qp_attach = URXE_MAX_MCAST_GRP * URXE_MAX_MCAST_QP_ATTACH;

@@ -50,6 +50,15 @@ int urxe_av_resolve(struct urxe_dev *dev, const struct ibv_ah_attr *av,
 		    struct urxe_path *out);
 
 /*
+ * cq.c: drops the completions of QP @qpn still waiting in @cq, keeping
+ * the others in order; returns how many went.  A QP moved to RESET takes
+ * its completions with it, as rdma-core's mlx4, mlx5 and hns providers
+ * clean their CQs (*_cq_clean in their modify_qp): applications reuse
+ * the QP after RESET and expect a CQ without its old flush errors.
+ */
+unsigned int urxe_cq_clean(struct ibv_cq *cq, uint32_t qpn);
+
+/*
  * qp_state.c: the transitions of ibv_modify_qp(3).  Whether @mask suits
  * the transition @cur -> @next of a QP of @type (IBA 11.2.5.2); the masks
  * a transition requires and allows (-1: no such transition), for logs.

@@ -442,6 +442,20 @@ static void remember(struct ibv_qp_attr *k, const struct ibv_qp_attr *a,
 		k->dest_qp_num = a->dest_qp_num;
 }
 
+/* Into RESET: the QP's waiting completions leave with it (provider_int.h). */
+static void clean_cqs(struct urxe_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->vqp.qp_base;
+	unsigned int n;
+
+	n = urxe_cq_clean(ibqp->recv_cq, qp->e.qpn);
+	if (ibqp->send_cq != ibqp->recv_cq)
+		n += urxe_cq_clean(ibqp->send_cq, qp->e.qpn);
+	if (n)
+		urxe_dbg("QP 0x%06x: %u completions dropped with the reset",
+			 qp->e.qpn, n);
+}
+
 static int check_modify(struct urxe_qp *qp, const struct ibv_qp_attr *a,
 			int mask, enum ibv_qp_state cur,
 			enum ibv_qp_state *next, struct urxe_path *path)
@@ -486,6 +500,12 @@ int urxe_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	rc = urxe_engine_qp_modify(&qp->e, &ea, emask);
 	if (rc)
 		goto out;
+	/*
+	 * The engine queues nothing for a QP in RESET any more: its
+	 * completions still waiting (flush errors, mostly) go with it.
+	 */
+	if (next == IBV_QPS_RESET && next != cur)
+		clean_cqs(qp);
 	remember(&qp->attr, attr, mask);
 	qp->attr.qp_state = next;
 	ibqp->state = next;

@@ -19,6 +19,16 @@
 #define RX_BATCH 32
 #define RX_BUF 9216			/* a jumbo frame's datagram */
 
+#define URXE_DEV_TX_BATCH 32
+
+/* Fault injection's scratch: corrupted copies and the held packet. */
+struct urxe_dev_tx {
+	uint8_t corrupt[2 * URXE_DEV_TX_BATCH][RX_BUF];
+	uint8_t held[RX_BUF];
+	size_t held_len;
+	struct urxe_pkt held_pkt;
+};
+
 struct urxe_dev_rx {
 	struct urxe_udp_in in[RX_BATCH];
 	uint8_t buf[RX_BATCH][RX_BUF];
@@ -53,38 +63,144 @@ static void wait_writable(struct urxe_dev *dev)
 	poll(pfd, n, 1);
 }
 
+static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
+			 const struct iovec *iov, unsigned int niov)
+{
+	o->dst = p->dgid.raw;
+	o->src = p->sgid.raw;
+	o->sport = p->sport;
+	o->tos = p->tclass;
+	o->ttl = p->hop_limit;
+	o->iov = iov;
+	o->niov = niov;
+}
+
+static void capture_tx(struct urxe_dev *dev, const struct urxe_pkt *p,
+		       const struct iovec *iov)
+{
+	struct urxe_capture_pkt c = {
+		.tx = true, .src = p->sgid.raw, .dst = p->dgid.raw,
+		.sport = urxe_udp_sport(dev->udp, p->sport),
+		.dport = URXE_UDP_PORT, .tos = p->tclass, .ttl = p->hop_limit,
+		.roce = iov->iov_base, .len = (uint32_t)iov->iov_len,
+	};
+
+	urxe_capture_write(dev->cap, &c);
+}
+
+/*
+ * URXE_FAULTS: what the wire does to the packets of this batch.  Dropped
+ * ones vanish, duplicated ones go twice, corrupted ones go with a flipped
+ * bit (the receiver's ICRC check drops them), a reordered one waits for
+ * the next packet.  Builds the batch in @out; returns its length.
+ */
+static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
+				 unsigned int n, struct urxe_udp_out *out,
+				 struct iovec *iov)
+{
+	struct urxe_dev_tx *t = dev->tx;
+	unsigned int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		const uint8_t *b = pkts[i].iov[0].iov_base;
+		enum urxe_fault f = urxe_faults_decide(dev->faults,
+			(uint32_t)b[5] << 16 | b[6] << 8 | b[7],
+			(uint32_t)b[9] << 16 | b[10] << 8 | b[11], b[0], false);
+
+		iov[k] = pkts[i].iov[0];
+		switch (f) {
+		case URXE_FAULT_DROP:
+			continue;
+		case URXE_FAULT_CORRUPT:
+			memcpy(t->corrupt[k], b, pkts[i].iov[0].iov_len);
+			t->corrupt[k][pkts[i].iov[0].iov_len / 2] ^= 0x20;
+			iov[k].iov_base = t->corrupt[k];
+			break;
+		case URXE_FAULT_REORDER:
+			if (!t->held_len) {
+				memcpy(t->held, b, pkts[i].iov[0].iov_len);
+				t->held_len = pkts[i].iov[0].iov_len;
+				t->held_pkt = pkts[i];
+				continue;
+			}
+			break;
+		default:
+			break;
+		}
+		out_from_pkt(&out[k], &pkts[i], &iov[k], 1);
+		k++;
+		if (f == URXE_FAULT_DUP && k < 2 * URXE_DEV_TX_BATCH) {
+			iov[k] = iov[k - 1];
+			out[k] = out[k - 1];
+			out[k].iov = &iov[k];
+			k++;
+		}
+		if (t->held_len && f != URXE_FAULT_REORDER) {
+			/* The held packet goes after this one. */
+			iov[k].iov_base = t->held;
+			iov[k].iov_len = t->held_len;
+			out_from_pkt(&out[k], &t->held_pkt, &iov[k], 1);
+			k++;
+			t->held_len = 0;
+		}
+	}
+	return k;
+}
+
 static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
 	struct urxe_dev *dev = priv;
-	struct urxe_udp_out out[32];
-	unsigned int i, tries = 0;
-	int rc;
+	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH];
+	struct iovec iov[2 * URXE_DEV_TX_BATCH];
+	unsigned int i, k, tries = 0, sent = 0;
+	int rc = 0;
 
 	if (!dev->udp)
 		return -ENOTCONN;
-	if (n > 32)
-		n = 32;
-	for (i = 0; i < n; i++) {
-		out[i].dst = pkts[i].dgid.raw;
-		out[i].src = pkts[i].sgid.raw;
-		out[i].sport = pkts[i].sport;
-		out[i].tos = pkts[i].tclass;
-		out[i].ttl = pkts[i].hop_limit;
-		out[i].iov = pkts[i].iov;
-		out[i].niov = pkts[i].niov;
+	if (n > URXE_DEV_TX_BATCH)
+		n = URXE_DEV_TX_BATCH;
+	if (dev->faults) {
+		k = apply_faults(dev, pkts, n, out, iov);
+	} else {
+		for (i = 0; i < n; i++)
+			out_from_pkt(&out[i], &pkts[i], pkts[i].iov, pkts[i].niov);
+		k = n;
 	}
-	for (;;) {
-		rc = urxe_udp_send(dev->udp, out, n, NULL);
-		if (rc != -EAGAIN || ++tries > 3)
+	while (sent < k) {
+		rc = urxe_udp_send(dev->udp, out + sent, k - sent, NULL);
+		if (rc == -EAGAIN && ++tries <= 3) {
+			wait_writable(dev);
+			continue;
+		}
+		if (rc == -EAGAIN)
 			break;
-		wait_writable(dev);
+		if (rc < 0) {
+			/* This one cannot go (no route, too big): drop it alone. */
+			urxe_dbg("%s: send: %s", dev->desc.name, strerror(-rc));
+			rc = 1;
+		}
+		if (dev->cap)
+			for (i = sent; i < sent + (unsigned int)rc; i++)
+				capture_tx(dev, pkts, out[i].iov);
+		sent += (unsigned int)rc;
 	}
-	if (rc < 0 && rc != -EAGAIN) {
-		/* This datagram cannot go (no route, too big): drop it alone. */
-		urxe_dbg("%s: send: %s", dev->desc.name, strerror(-rc));
-		return 1;
-	}
-	return rc;
+	/* The engine's packets are all accounted for, whatever the wire did. */
+	return sent || rc != -EAGAIN ? (int)n : -EAGAIN;
+}
+
+static void capture_rx(struct urxe_dev *dev, const struct urxe_udp_in *in,
+		       const struct urxe_rx_meta *meta)
+{
+	struct urxe_capture_pkt c = {
+		.tx = false, .src = in->src, .dst = in->dst, .sport = in->sport,
+		.dport = in->dport, .tos = in->tos, .ttl = in->ttl,
+		.roce = in->buf, .len = in->len,
+	};
+
+	/* The ID the sender used, so that the captured ICRC checks. */
+	if (in->len >= 16)
+		urxe_icrc_rx_ipv4_id(in->buf, in->len, meta, &c.ip_id);
+	urxe_capture_write(dev->cap, &c);
 }
 
 static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
@@ -112,6 +228,8 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 			meta.dport = in->dport;
 			meta.tos = in->tos;
 			meta.ttl = in->ttl;
+			if (dev->cap)
+				capture_rx(dev, in, &meta);
 			urxe_engine_input(eng, in->buf, in->len, &meta);
 		}
 		total += n;
@@ -145,9 +263,36 @@ void urxe_dev_transport_fini(struct urxe_dev *dev)
 		urxe_engine_destroy(dev->eng);
 		if (dev->udp)
 			urxe_udp_close(dev->udp);
+		urxe_capture_close(dev->cap);
 	}
+	urxe_faults_destroy(dev->faults);
+	free(dev->tx);
 	free(dev->rx);
 	pthread_mutex_destroy(&dev->bind_lock);
+}
+
+/*
+ * URXE_FAULTS and URXE_PCAP, read when the sockets open.  A bad value is
+ * reported and ignored: the program runs as it would without it.
+ */
+static void debug_knobs(struct urxe_dev *dev)
+{
+	const char *faults = getenv("URXE_FAULTS"), *pcap = getenv("URXE_PCAP");
+	struct urxe_faults_conf fc;
+
+	if (faults && *faults) {
+		if (urxe_faults_parse(faults, &fc))
+			urxe_err("URXE_FAULTS=%s: expected drop=P,dup=P,reorder=P,corrupt=P,seed=N (P in [0,1], summing to at most 1); ignored",
+				 faults);
+		else if (!urxe_faults_create(&fc, &dev->faults))
+			dev->tx = calloc(1, sizeof(*dev->tx));
+		if (dev->faults && !dev->tx) {
+			urxe_faults_destroy(dev->faults);
+			dev->faults = NULL;
+		}
+	}
+	if (pcap && *pcap)
+		urxe_capture_open(pcap, dev->iface.mac, &dev->cap);
 }
 
 static int bind_locked(struct urxe_dev *dev)
@@ -169,6 +314,7 @@ static int bind_locked(struct urxe_dev *dev)
 	rc = urxe_udp_open(&conf, &dev->udp);
 	if (rc)
 		goto err_rx;
+	debug_knobs(dev);
 	/* Bind the whole source-port pool now: the descriptor set is fixed. */
 	for (unsigned int k = 0; k < URXE_UDP_TX_POOL; k++)
 		urxe_udp_sport(dev->udp, (uint16_t)(URXE_UDP_SPORT_BASE + k));

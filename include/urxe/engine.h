@@ -230,6 +230,12 @@ struct urxe_eqp {
 	uint32_t sq_comp;		/* oldest WQE not completed */
 	uint32_t acked_psn;		/* next PSN not yet acknowledged */
 	uint64_t retx_deadline;		/* 0: no transport timer armed */
+	uint64_t progress_ns;		/* last forward progress (or start) */
+	uint32_t srtt_ns;		/* smoothed round trip, 0: unknown */
+	uint32_t rto_ns;		/* backed-off fast timer, 0: base */
+	uint64_t rtt_start;		/* the sample in flight: sent at */
+	uint32_t rtt_psn;		/* ... this PSN */
+	bool rtt_active;
 	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
 	uint8_t retries_left;
 	uint8_t rnr_left;
@@ -347,6 +353,14 @@ uint64_t urxe_engine_next_deadline(struct urxe_engine *eng);
 
 /* Reads the engine's counters. */
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);
+
+/*
+ * The IPv4 ID a received frame (BTH .. ICRC, header rebuilt from @meta)
+ * was sent with, solved from its ICRC (0 if it matches as is); false if
+ * no ID makes the ICRC match.  No state changes: for captures.
+ */
+bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
+			  const struct urxe_rx_meta *meta, uint16_t *ip_id);
 
 /* Called by rx_poll for each frame: @roce is BTH .. ICRC. */
 void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,

@@ -171,4 +171,55 @@ struct urxe_udp_in {
  */
 int urxe_udp_recv(struct urxe_udp *u, struct urxe_udp_in *in, unsigned int n);
 
+/* ---- capture (capture.c): URXE_PCAP ---- */
+
+struct urxe_capture;
+
+struct urxe_capture_pkt {
+	bool tx;			/* sent (else received) */
+	const uint8_t *src;		/* 16-byte GIDs */
+	const uint8_t *dst;
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t tos;
+	uint8_t ttl;
+	uint16_t ip_id;
+	const uint8_t *roce;		/* BTH .. ICRC */
+	uint32_t len;
+};
+
+/* Opens the capture @spec (%p = pid) through a dlopen()ed libpcap. */
+int urxe_capture_open(const char *spec, const uint8_t mac[6],
+		      struct urxe_capture **out);
+void urxe_capture_close(struct urxe_capture *c);
+/* Writes one frame; thread-safe; a NULL capture does nothing. */
+void urxe_capture_write(struct urxe_capture *c,
+			const struct urxe_capture_pkt *p);
+
+/* ---- fault injection (faults.c): URXE_FAULTS ---- */
+
+struct urxe_faults_conf {
+	double drop, dup, reorder, corrupt;
+	uint64_t seed;
+};
+
+enum urxe_fault {
+	URXE_FAULT_NONE,
+	URXE_FAULT_DROP,
+	URXE_FAULT_DUP,
+	URXE_FAULT_REORDER,
+	URXE_FAULT_CORRUPT,
+};
+
+struct urxe_faults;
+
+/* "drop=0.05,dup=0.01,reorder=0.01,corrupt=0.01,seed=7"; -EINVAL if bad. */
+int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf);
+int urxe_faults_create(const struct urxe_faults_conf *conf,
+		       struct urxe_faults **out);
+void urxe_faults_destroy(struct urxe_faults *f);
+/* The fate of one packet; a NULL injector never interferes. */
+enum urxe_fault urxe_faults_decide(struct urxe_faults *f, uint32_t qpn,
+				   uint32_t psn, uint8_t opcode, bool rx);
+
 #endif

@@ -62,6 +62,9 @@ struct urxe_dev {
 	int udp_fds[URXE_UDP_MAX_FDS];	/* fixed once bound */
 	unsigned int nudp_fds;
 	struct urxe_dev_rx *rx;		/* receive buffers */
+	struct urxe_dev_tx *tx;		/* fault injection scratch */
+	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */
+	struct urxe_capture *cap;	/* URXE_PCAP, or NULL */
 };
 
 /* Looks up or creates this process's instance of @desc. */

@@ -30,6 +30,8 @@ static struct wire_pkt *wire;
 static unsigned int wire_n;
 static unsigned int wire_sent;	/* packets ever sent */
 static int drop_at = -1;	/* drop the packet with this serial */
+static unsigned int drop_every;	/* drop pseudo-randomly, 1 in this many */
+static uint64_t rng = 88172645463325252ull;
 static uint64_t fake_now;
 
 struct node {
@@ -53,6 +55,13 @@ static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 
 		if ((int)wire_sent++ == drop_at)
 			continue;
+		if (drop_every) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			if (rng % drop_every == 0)
+				continue;
+		}
 		ck_assert_uint_lt(wire_n, MAXPKT);
 		ck_assert_uint_le(pkts[i].len, sizeof(w->data));
 		w = &wire[wire_n++];
@@ -173,6 +182,7 @@ static void setup(void)
 	wire = calloc(MAXPKT, sizeof(*wire));
 	wire_n = wire_sent = 0;
 	drop_at = -1;
+	drop_every = 0;
 	fake_now = 1000000000ull;
 	node_init(&nodes[0], 1, 1 << 20);
 	node_init(&nodes[1], 2, 1 << 20);
@@ -514,6 +524,115 @@ START_TEST(rc_many_messages)
 }
 END_TEST
 
+/* Random loss both ways: every message arrives, byte-exact, in order. */
+START_TEST(rc_random_loss)
+{
+	enum { MSGS = 60, LEN = 8000 };
+	struct ibv_wc wc[64];
+	int i, got = 0, done = 0, idle = 0;
+
+	drop_every = 20;
+	for (i = 0; i < MSGS; i++) {
+		fill(nodes[0].buf + (size_t)i * LEN, LEN, (uint8_t)i);
+		post_recv(&nodes[1], (uint64_t)i, 480000 + (uint64_t)i * LEN, LEN);
+		new_wqe(&nodes[0], IBV_WR_SEND, (uint64_t)i * LEN, LEN);
+		atomic_store(&nodes[0].qp.sq.prod, atomic_load(&nodes[0].qp.sq.prod) + 1);
+	}
+	urxe_engine_kick(&nodes[0].qp);
+	while (got < MSGS || done < MSGS) {
+		int n, m;
+
+		pump();
+		n = urxe_cq_pop(&nodes[1].cq, 64, wc);
+		for (i = 0; i < n; i++) {
+			ck_assert_int_eq(wc[i].status, IBV_WC_SUCCESS);
+			ck_assert_uint_eq(wc[i].wr_id, (uint64_t)got);
+			ck_assert_uint_eq(wc[i].byte_len, LEN);
+			/* Each message, byte-exact. */
+			ck_assert(!memcmp(nodes[1].buf + 480000 + (size_t)got * LEN,
+					  nodes[0].buf + (size_t)got * LEN, LEN));
+			got++;
+		}
+		m = urxe_cq_pop(&nodes[0].cq, 64, wc);
+		for (i = 0; i < m; i++)
+			ck_assert_int_eq(wc[i].status, IBV_WC_SUCCESS);
+		done += m;
+		if (!n && !m) {
+			fake_now += 4096ull << 14;	/* let the timers run */
+			ck_assert_int_lt(++idle, 2000);
+		}
+	}
+	ck_assert_int_eq(nodes[0].qp.attr.state, IBV_QPS_RTS);
+}
+END_TEST
+
+/* Random loss with traffic both ways at once, as a pingpong has it. */
+START_TEST(rc_random_loss_both_ways)
+{
+	enum { MSGS = 40, LEN = 8000 };
+	int got[2] = { 0, 0 }, idle = 0, i, k;
+	struct ibv_wc wc[64];
+
+	drop_every = 20;
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < MSGS; i++) {
+			post_recv(&nodes[k], (uint64_t)i, 480000 + (uint64_t)i * LEN, LEN);
+			new_wqe(&nodes[k], IBV_WR_SEND, (uint64_t)i * LEN, LEN);
+			atomic_store(&nodes[k].qp.sq.prod,
+				     atomic_load(&nodes[k].qp.sq.prod) + 1);
+		}
+	}
+	urxe_engine_kick(&nodes[0].qp);
+	urxe_engine_kick(&nodes[1].qp);
+	while (got[0] < 2 * MSGS || got[1] < 2 * MSGS) {
+		int moved = 0;
+
+		pump();
+		for (k = 0; k < 2; k++) {
+			int n = urxe_cq_pop(&nodes[k].cq, 64, wc);
+
+			for (i = 0; i < n; i++)
+				ck_assert_msg(wc[i].status == IBV_WC_SUCCESS,
+					      "node %d: status %d opcode %d", k,
+					      wc[i].status, wc[i].opcode);
+			got[k] += n;
+			moved += n;
+		}
+		if (!moved) {
+			fake_now += 1000000;
+			ck_assert_int_lt(++idle, 20000);
+		}
+	}
+}
+END_TEST
+
+/*
+ * A vanished peer: IBV_WC_RETRY_EXC_ERR once (retry_cnt + 1) transport
+ * timeouts pass without progress — and not much later.
+ */
+START_TEST(rc_retry_exceeded)
+{
+	struct urxe_qp_attr at = { .retry_cnt = 2 };
+	uint64_t start, budget = 3 * (4096ull << 14), ms = 1000000;
+	struct ibv_wc wc;
+
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[0].qp, &at,
+					       IBV_QP_RETRY_CNT), 0);
+	drop_every = 1;
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 100);
+	post(&nodes[0]);
+	start = fake_now;
+	while (urxe_cq_empty(&nodes[0].cq)) {
+		fake_now += ms;
+		pump();
+		ck_assert_uint_lt(fake_now - start, 2 * budget + 1000 * ms);
+	}
+	wc = poll_one(&nodes[0]);
+	ck_assert_int_eq(wc.status, IBV_WC_RETRY_EXC_ERR);
+	ck_assert_uint_ge(fake_now - start, budget);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -531,6 +650,9 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_recv_bad_lkey);
 	tcase_add_test(tc, rc_recv_too_short);
 	tcase_add_test(tc, rc_modify_out_of_err);
+	tcase_add_test(tc, rc_random_loss);
+	tcase_add_test(tc, rc_retry_exceeded);
+	tcase_add_test(tc, rc_random_loss_both_ways);
 	tcase_add_test(tc, rc_many_messages);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * URXE_PCAP: every frame a process sends and receives, written as a full
+ * Ethernet/IP/UDP/RoCE frame to a pcap file (one per process with %p).
+ * libpcap is loaded with dlopen() only when capturing: Debian's libpcap
+ * drags in dbus, systemd and more, which no verbs program should carry.
+ * A UDP socket hides the IP header, so it is rebuilt: addresses, ports,
+ * TOS/TTL as the socket reported them and the IPv4 ID the caller knows
+ * (0 for what urxe sends; solved from the ICRC for what it receives), so
+ * that the ICRC of every captured frame checks.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+#include <urxe/netdev.h>
+
+#define DLT_EN10MB 1
+#define SNAPLEN 262144
+
+/* The few libpcap entry points used, with their real prototypes' shapes. */
+struct pcap_pkthdr_compat {
+	struct timeval ts;
+	uint32_t caplen;
+	uint32_t len;
+};
+
+struct urxe_capture {
+	pthread_mutex_t lock;
+	void *lib;
+	void *pcap;
+	void *dumper;
+	void (*dump)(unsigned char *, const struct pcap_pkthdr_compat *,
+		     const unsigned char *);
+	int (*flush)(void *);
+	void (*dump_close)(void *);
+	void (*close)(void *);
+	uint8_t mac[6];
+	uint8_t frame[14 + 40 + 8 + 9216];
+};
+
+static void expand_path(const char *spec, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *spec && n + 1 < len; spec++) {
+		if (spec[0] == '%' && spec[1] == 'p') {
+			n += (size_t)snprintf(out + n, len - n, "%d", (int)getpid());
+			spec++;
+		} else {
+			out[n++] = *spec;
+		}
+		if (n >= len)
+			n = len - 1;
+	}
+	out[n] = '\0';
+}
+
+int urxe_capture_open(const char *spec, const uint8_t mac[6],
+		      struct urxe_capture **out)
+{
+	void *(*open_dead)(int, int);
+	void *(*dump_open)(void *, const char *);
+	char path[4096];
+	struct urxe_capture *c;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->lib = dlopen("libpcap.so.0.8", RTLD_NOW | RTLD_LOCAL);
+	if (!c->lib)
+		c->lib = dlopen("libpcap.so", RTLD_NOW | RTLD_LOCAL);
+	if (!c->lib) {
+		urxe_err("URXE_PCAP: cannot load libpcap (install libpcap0.8): %s",
+			 dlerror());
+		free(c);
+		return -ENOENT;
+	}
+	open_dead = (void *(*)(int, int))dlsym(c->lib, "pcap_open_dead");
+	dump_open = (void *(*)(void *, const char *))dlsym(c->lib, "pcap_dump_open");
+	*(void **)&c->dump = dlsym(c->lib, "pcap_dump");
+	*(void **)&c->flush = dlsym(c->lib, "pcap_dump_flush");
+	*(void **)&c->dump_close = dlsym(c->lib, "pcap_dump_close");
+	*(void **)&c->close = dlsym(c->lib, "pcap_close");
+	if (!open_dead || !dump_open || !c->dump || !c->flush ||
+	    !c->dump_close || !c->close)
+		goto err_lib;
+	expand_path(spec, path, sizeof(path));
+	c->pcap = open_dead(DLT_EN10MB, SNAPLEN);
+	if (!c->pcap)
+		goto err_lib;
+	c->dumper = dump_open(c->pcap, path);
+	if (!c->dumper) {
+		urxe_err("URXE_PCAP: cannot write %s", path);
+		c->close(c->pcap);
+		goto err_lib;
+	}
+	memcpy(c->mac, mac, 6);
+	pthread_mutex_init(&c->lock, NULL);
+	urxe_info("capturing to %s", path);
+	*out = c;
+	return 0;
+
+err_lib:
+	dlclose(c->lib);
+	free(c);
+	return -EIO;
+}
+
+void urxe_capture_close(struct urxe_capture *c)
+{
+	if (!c)
+		return;
+	c->dump_close(c->dumper);
+	c->close(c->pcap);
+	dlclose(c->lib);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static bool is_v4(const uint8_t *g)
+{
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(g, prefix, sizeof(prefix));
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	return s;
+}
+
+static uint16_t fold(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/* Builds Ethernet + IP + UDP in front of @len RoCE bytes; returns its size. */
+static size_t build_headers(struct urxe_capture *c,
+			    const struct urxe_capture_pkt *p, size_t len)
+{
+	uint8_t *f = c->frame, *ip = f + 14, *udp;
+	bool v4 = is_v4(p->src) && is_v4(p->dst);
+	size_t ip_len = v4 ? 20 : 40;
+	uint32_t s;
+
+	memset(f, 0, 14 + ip_len + 8);
+	/* Our MAC on the side that is ours. */
+	memcpy(p->tx ? f + 6 : f, c->mac, 6);
+	put16(f + 12, v4 ? 0x0800 : 0x86dd);
+	udp = ip + ip_len;
+	if (v4) {
+		ip[0] = 0x45;
+		ip[1] = p->tos;
+		put16(ip + 2, (uint16_t)(20 + 8 + len));
+		put16(ip + 4, p->ip_id);
+		ip[6] = 0x40;
+		ip[8] = p->ttl ? p->ttl : 64;
+		ip[9] = 17;
+		memcpy(ip + 12, p->src + 12, 4);
+		memcpy(ip + 16, p->dst + 12, 4);
+		put16(ip + 10, fold(sum16(0, ip, 20)));
+	} else {
+		ip[0] = (uint8_t)(0x60 | p->tos >> 4);
+		ip[1] = (uint8_t)(p->tos << 4);
+		put16(ip + 4, (uint16_t)(8 + len));
+		ip[6] = 17;
+		ip[7] = p->ttl ? p->ttl : 64;
+		memcpy(ip + 8, p->src, 16);
+		memcpy(ip + 24, p->dst, 16);
+	}
+	put16(udp, p->sport);
+	put16(udp + 2, p->dport);
+	put16(udp + 4, (uint16_t)(8 + len));
+	if (!v4) {
+		/* IPv6 needs a real UDP checksum. */
+		s = sum16(0, ip + 8, 32) + 17 + (uint32_t)(8 + len);
+		s = sum16(s, udp, 8);
+		s = sum16(s, p->roce, len);
+		put16(udp + 6, fold(s) ? fold(s) : 0xffff);
+	}
+	return 14 + ip_len + 8;
+}
+
+void urxe_capture_write(struct urxe_capture *c, const struct urxe_capture_pkt *p)
+{
+	struct pcap_pkthdr_compat h;
+	size_t hl, len = p->len;
+
+	if (!c)
+		return;
+	if (len > sizeof(c->frame) - 14 - 40 - 8)
+		len = sizeof(c->frame) - 14 - 40 - 8;
+	pthread_mutex_lock(&c->lock);
+	hl = build_headers(c, p, p->len);
+	memcpy(c->frame + hl, p->roce, len);
+	gettimeofday(&h.ts, NULL);
+	h.caplen = h.len = (uint32_t)(hl + len);
+	c->dump((unsigned char *)c->dumper, &h, c->frame);
+	/* Flushed per frame: a crashing process still leaves its truth. */
+	c->flush(c->dumper);
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * URXE_FAULTS=drop=P,dup=P,reorder=P,corrupt=P,seed=N: fault injection
+ * on RoCE packets.  Each decision is a hash of (seed, QPN, PSN, opcode,
+ * direction, occurrence) — occurrence counts how often that very packet
+ * was seen, so a retransmission gets a fresh decision — and so a run is
+ * reproducible whichever thread sends.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urxe/log.h>
+#include <urxe/netdev.h>
+
+#define OCC_SLOTS 4096
+
+struct occ {
+	uint64_t key;
+	uint32_t count;
+};
+
+struct urxe_faults {
+	struct urxe_faults_conf conf;
+	pthread_mutex_t lock;
+	struct occ occ[OCC_SLOTS];
+};
+
+static int parse_prob(const char *v, double *out)
+{
+	char *end;
+	double p = strtod(v, &end);
+
+	if (end == v || *end || p < 0 || p > 1)
+		return -EINVAL;
+	*out = p;
+	return 0;
+}
+
+int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf)
+{
+	char buf[256], *tok, *save = NULL;
+
+	memset(conf, 0, sizeof(*conf));
+	if (!spec || strlen(spec) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, spec);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		int rc = 0;
+
+		if (!eq)
+			return -EINVAL;
+		*eq++ = '\0';
+		if (!strcmp(tok, "drop"))
+			rc = parse_prob(eq, &conf->drop);
+		else if (!strcmp(tok, "dup"))
+			rc = parse_prob(eq, &conf->dup);
+		else if (!strcmp(tok, "reorder"))
+			rc = parse_prob(eq, &conf->reorder);
+		else if (!strcmp(tok, "corrupt"))
+			rc = parse_prob(eq, &conf->corrupt);
+		else if (!strcmp(tok, "seed")) {
+			conf->seed = strtoull(eq, &end, 0);
+			rc = *eq && !*end ? 0 : -EINVAL;
+		} else
+			rc = -EINVAL;
+		if (rc)
+			return rc;
+	}
+	if (conf->drop + conf->dup + conf->reorder + conf->corrupt > 1)
+		return -EINVAL;
+	return 0;
+}
+
+int urxe_faults_create(const struct urxe_faults_conf *conf,
+		       struct urxe_faults **out)
+{
+	struct urxe_faults *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->conf = *conf;
+	pthread_mutex_init(&f->lock, NULL);
+	*out = f;
+	return 0;
+}
+
+void urxe_faults_destroy(struct urxe_faults *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+/* splitmix64: a good 64-bit mix for a hash of a few fields. */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint32_t occurrence(struct urxe_faults *f, uint64_t key)
+{
+	struct occ *o;
+	uint32_t n;
+
+	pthread_mutex_lock(&f->lock);
+	o = &f->occ[mix(key) % OCC_SLOTS];
+	if (o->key != key) {
+		o->key = key;
+		o->count = 0;
+	}
+	n = o->count++;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+enum urxe_fault urxe_faults_decide(struct urxe_faults *f, uint32_t qpn,
+				   uint32_t psn, uint8_t opcode, bool rx)
+{
+	uint64_t key, h;
+	double r;
+
+	if (!f)
+		return URXE_FAULT_NONE;
+	key = (uint64_t)qpn << 40 ^ (uint64_t)psn << 16 ^ (uint64_t)opcode << 1 ^
+	      (rx ? 1 : 0);
+	h = mix(f->conf.seed ^ mix(key) ^ mix(occurrence(f, key) + 0x51ed27u));
+	r = (double)(h >> 11) / (double)(1ull << 53);
+	if (r < f->conf.drop)
+		return URXE_FAULT_DROP;
+	r -= f->conf.drop;
+	if (r < f->conf.dup)
+		return URXE_FAULT_DUP;
+	r -= f->conf.dup;
+	if (r < f->conf.reorder)
+		return URXE_FAULT_REORDER;
+	r -= f->conf.reorder;
+	if (r < f->conf.corrupt)
+		return URXE_FAULT_CORRUPT;
+	return URXE_FAULT_NONE;
+}
