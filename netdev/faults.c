@@ -14,7 +14,8 @@
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 
-#define OCC_SLOTS 4096
+#define OCC_SLOTS 65536
+#define OCC_PROBES 16
 
 struct occ {
 	uint64_t key;
@@ -24,6 +25,7 @@ struct occ {
 struct urxe_faults {
 	struct urxe_faults_conf conf;
 	pthread_mutex_t lock;
+	unsigned int evict;
 	struct occ occ[OCC_SLOTS];
 };
 
@@ -109,8 +111,25 @@ static uint32_t occurrence(struct urxe_faults *f, uint64_t key)
 	struct occ *o;
 	uint32_t n;
 
+	uint64_t h = mix(key);
+	unsigned int i;
+
+	/*
+	 * Two packets sharing a slot must not reset each other's count: a
+	 * packet whose count kept restarting would meet the same fate on
+	 * every retransmission, for ever.  So probe; evict only when the
+	 * whole neighbourhood is taken (a stale entry, long retired).
+	 */
 	pthread_mutex_lock(&f->lock);
-	o = &f->occ[mix(key) % OCC_SLOTS];
+	for (i = 0; i < OCC_PROBES; i++) {
+		o = &f->occ[(h + i) % OCC_SLOTS];
+		if (o->key == key || !o->count)
+			break;
+	}
+	if (i == OCC_PROBES) {
+		o = &f->occ[(h + f->evict++) % OCC_SLOTS];
+		o->count = 0;
+	}
 	if (o->key != key) {
 		o->key = key;
 		o->count = 0;
