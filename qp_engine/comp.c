@@ -94,19 +94,19 @@ static uint64_t iba_timeout_ns(const struct urxe_eqp *qp)
  * 2^timeout, 67 ms for the usual 14) is how long the requester may go
  * without progress before a retry counts; waiting that long before every
  * resend would make each tail loss cost 67 ms.  So resends happen after a
- * fast timeout from the measured round trip (3 x srtt + 200 us, at least
- * 300 us, doubling while nothing moves, never above the IBA's), and a
+ * fast timeout from the measured round trip (4 x srtt + 1 ms, at least
+ * 2 ms, doubling while nothing moves, never above the IBA's), and a
  * retry is counted once per IBA timeout without progress: the retry
  * budget stays (retry_cnt + 1) x the IBA timeout.
  */
 static uint64_t fast_rto_ns(const struct urxe_eqp *qp)
 {
-	uint64_t rto = qp->srtt_ns ? 3ull * qp->srtt_ns + 200000 : 1000000;
+	uint64_t rto = qp->srtt_ns ? 4ull * qp->srtt_ns + 1000000 : 4000000;
 
 	if (qp->rto_ns)
 		rto = qp->rto_ns;
-	if (rto < 300000)
-		rto = 300000;
+	if (rto < 2000000)
+		rto = 2000000;
 	return rto < iba_timeout_ns(qp) ? rto : iba_timeout_ns(qp);
 }
 
@@ -291,6 +291,16 @@ static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (qp->resp_pkts)
 		qp->resp_pkts--;
 	qp->acked_psn = urxe_psn_add(bth->psn, 1);
+	/*
+	 * Answers to a request sent before a rewind keep coming: what they
+	 * bring need not be asked for again.
+	 */
+	if (wqe->state == URXE_WQE_SENDING && wqe->sent < wqe->rcvd &&
+	    wqe == urxe_wq_slot(&qp->sq, qp->sq_next) &&
+	    urxe_psn_before(qp->psn, qp->acked_psn)) {
+		wqe->sent = wqe->rcvd;
+		qp->psn = qp->acked_psn;
+	}
 	if (oi->flags & URXE_F_LAST) {
 		if (qp->rd_outstanding)
 			qp->rd_outstanding--;

@@ -83,6 +83,8 @@ const char *const urxe_counter_names[URXE_CNT__COUNT] = {
 	[URXE_CNT_RETRY_RNR_EXCEEDED_ERR] = "retry_rnr_exceeded_err",
 	[URXE_CNT_SEND_ERR] = "send_err",
 	[URXE_CNT_DROPPED] = "dropped",
+	[URXE_CNT_DROPPED_ICRC] = "dropped_icrc",
+	[URXE_CNT_DROPPED_NO_QP] = "dropped_no_qp",
 };
 
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out)
@@ -421,11 +423,15 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 	paylen = len - oi->hdr_len - bth.pad - URXE_ICRC_LEN;
 	if (!(oi->flags & URXE_F_PAYLOAD) && paylen)
 		goto drop;
-	if (!urxe_icrc_check_rx(roce, len, meta))
-		goto drop;
+	if (!urxe_icrc_check_rx(roce, len, meta)) {
+		urxe_count(eng, URXE_CNT_DROPPED_ICRC, 1);
+		return;
+	}
 	qp = urxe_qp_lookup(eng, bth.dqpn);
-	if (!qp || !transport_ok(qp, bth.opcode))
-		goto drop;
+	if (!qp || !transport_ok(qp, bth.opcode)) {
+		urxe_count(eng, URXE_CNT_DROPPED_NO_QP, 1);
+		return;
+	}
 	if (oi->flags & URXE_F_REQ)
 		urxe_resp_input(qp, &bth, oi, roce, paylen, meta);
 	else

@@ -163,6 +163,7 @@ struct id_seen {
 	uint32_t src;
 	uint16_t last_id;
 	bool used;
+	uint64_t last_ns;
 };
 
 static __thread struct id_basis basis_cache[4];
@@ -242,19 +243,29 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
 	return target == 0;
 }
 
-static bool id_plausible(uint32_t src, uint16_t id)
+/*
+ * Linux draws IPv4 IDs from per-destination counters that also jump by a
+ * random amount up to the jiffies elapsed since their last use: the
+ * window grows by one per millisecond of silence from that source.
+ */
+static bool id_plausible(uint32_t src, uint16_t id, uint64_t now_ns)
 {
 	struct id_seen *s = &seen[(src * 2654435761u) >> 26];
+	uint64_t window = ID_WINDOW;
 	bool ok;
 
-	if (!s->used || s->src != src)
+	if (!s->used || s->src != src) {
 		ok = true;		/* first packet from this source */
-	else
-		ok = id == 0 || (uint16_t)(id - s->last_id) - 1u < ID_WINDOW;
+	} else {
+		if (now_ns > s->last_ns)
+			window += (now_ns - s->last_ns) / 1000000;
+		ok = id == 0 || (uint16_t)(id - s->last_id) - 1u < window;
+	}
 	if (ok && id) {
 		s->used = true;
 		s->src = src;
 		s->last_id = id;
+		s->last_ns = now_ns;
 	}
 	return ok;
 }
@@ -306,7 +317,8 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 	case 1:
 		return true;
 	case 2:
-		return id_plausible(urxe_get32(meta->sgid.raw + 12), id);
+		return id_plausible(urxe_get32(meta->sgid.raw + 12), id,
+				    meta->now_ns);
 	default:
 		return false;
 	}

@@ -194,10 +194,17 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	uint8_t *buf;
 
 	if (wqe->opcode == IBV_WR_RDMA_READ) {
+		uint32_t piece = URXE_WINDOW_PKTS * mtu;
+		uint32_t end = (wqe->sent / piece + 1) * piece;
+
+		/*
+		 * Pieces start at multiples of the window, and a retry asks for
+		 * the rest of its piece only: a repeated request must lie inside
+		 * the one it repeats, or a responder drops it (IBA 9.7.5.1.3;
+		 * kernel rxe does).
+		 */
 		op = URXE_OP_READ_REQ;
-		len = wqe->length - wqe->sent;
-		if (len > URXE_WINDOW_PKTS * mtu)
-			len = URXE_WINDOW_PKTS * mtu;
+		len = (end < wqe->length ? end : wqe->length) - wqe->sent;
 		npkts = len ? (len + mtu - 1) / mtu : 1;
 	} else {
 		op = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
@@ -227,7 +234,8 @@ static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 
 	if (qp->type != IBV_QPT_RC)
 		return true;
-	if ((uint32_t)urxe_psn_diff(qp->psn, qp->acked_psn) >= URXE_WINDOW_PKTS)
+	/* (After a rewind, late answers may put acked_psn ahead of psn.) */
+	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= URXE_WINDOW_PKTS)
 		return false;
 	if (is_rd_atomic(wqe)) {
 		if (qp->rd_outstanding >= max_rd)

@@ -70,7 +70,12 @@ static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
 	o->src = p->sgid.raw;
 	o->sport = p->sport;
 	o->tos = p->tclass;
-	o->ttl = p->hop_limit;
+	/*
+	 * RoCEv2 packets are routed IP: the TTL is the route's (the kernel's
+	 * default, 64), not the GRH hop limit — ibv_rc_pingpong asks for 1,
+	 * which would die at the first router.  Kernel rxe does the same.
+	 */
+	o->ttl = 0;
 	o->iov = iov;
 	o->niov = niov;
 }
@@ -81,7 +86,7 @@ static void capture_tx(struct urxe_dev *dev, const struct urxe_pkt *p,
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = p->sgid.raw, .dst = p->dgid.raw,
 		.sport = urxe_udp_sport(dev->udp, p->sport),
-		.dport = URXE_UDP_PORT, .tos = p->tclass, .ttl = p->hop_limit,
+		.dport = URXE_UDP_PORT, .tos = p->tclass, .ttl = 64,
 		.roce = iov->iov_base, .len = (uint32_t)iov->iov_len,
 	};
 
@@ -209,6 +214,8 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 	struct urxe_dev_rx *rx = dev->rx;
 	int total = 0, n, i;
 
+	uint64_t now = dev_now(dev);
+
 	if (!dev->udp)
 		return 0;
 	while (total < budget) {
@@ -228,6 +235,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 			meta.dport = in->dport;
 			meta.tos = in->tos;
 			meta.ttl = in->ttl;
+			meta.now_ns = now;
 			if (dev->cap)
 				capture_rx(dev, in, &meta);
 			urxe_engine_input(eng, in->buf, in->len, &meta);

@@ -274,7 +274,9 @@ enum urxe_counter {
 	URXE_CNT_RETRY_EXCEEDED_ERR,
 	URXE_CNT_RETRY_RNR_EXCEEDED_ERR,
 	URXE_CNT_SEND_ERR,
-	URXE_CNT_DROPPED,		/* malformed, bad ICRC, unknown QP */
+	URXE_CNT_DROPPED,		/* malformed */
+	URXE_CNT_DROPPED_ICRC,		/* bad ICRC */
+	URXE_CNT_DROPPED_NO_QP,		/* no such QP, or another transport */
 	URXE_CNT__COUNT,
 };
 
@@ -313,6 +315,7 @@ struct urxe_rx_meta {
 	uint16_t dport;
 	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
 	uint8_t ttl;
+	uint64_t now_ns;		/* when it arrived (ops->now scale) */
 	bool ip_hdr_known;		/* @ip points at the real IP header */
 	const uint8_t *ip;
 	uint32_t ip_len;

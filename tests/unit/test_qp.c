@@ -9,8 +9,9 @@
  * ibv_query_qp(3) returning what was set; ibv_post_send(3) and
  * ibv_post_recv(3) refusing by state, opcode, SGE count, inline size,
  * atomic size, a full queue (ENOMEM) with *bad_wr naming the culprit;
- * EBUSY of the PD and CQs while a QP or AH lives; ibv_create_ah(3) on
- * RoCE (GRH required, source GID must exist).
+ * EBUSY of the PD and CQs while a QP or AH lives; a QP moved to RESET
+ * taking its completions out of its CQs; ibv_create_ah(3) on RoCE (GRH
+ * required, source GID must exist).
  *
  * The expected transition table below is written from IBA 11.2.5.2 and
  * Linux's qp_state_table, independently of rxe_provider/qp_state.c.
@@ -23,6 +24,7 @@
 #include <time.h>
 
 #include <infiniband/verbs.h>
+#include <urxe/provider.h>
 
 #include "testutil.h"
 
@@ -944,6 +946,104 @@ START_TEST(post_in_error_flushes)
 }
 END_TEST
 
+/* Completions waiting in @c, looked at without taking them. */
+static uint32_t pending(struct ibv_cq *c)
+{
+	struct urxe_cq_ring *r = &to_ucq(c)->ring;
+
+	return atomic_load(&r->prod) - atomic_load(&r->cons);
+}
+
+static void wait_pending(struct ibv_cq *c, uint32_t n)
+{
+	struct timespec tick = { 0, 1000 * 1000 };
+	int i;
+
+	for (i = 0; i < 5000 && pending(c) < n; i++)
+		nanosleep(&tick, NULL);
+	ck_assert_uint_eq(pending(c), n);
+}
+
+/*
+ * ibv_modify_qp to RESET takes the QP's completions out of its CQs, as
+ * rdma-core's mlx4/mlx5 providers do: pyverbs restates QPs through RESET
+ * after an error and expects no stale flush errors.  Another QP's
+ * completions stay, in order, also across the ring's wrap.
+ */
+START_TEST(reset_drops_completions)
+{
+	struct ibv_cq *shared = ibv_create_cq(ctx, 6, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_send_wr swr = { .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_recv_wr rwr = { .wr_id = 0 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_init_attr ia;
+	const uint64_t kept[] = { 1, 3, 11 };
+	struct ibv_qp *q1, *q2;
+	struct ibv_wc wc[8];
+	int i;
+
+	ck_assert_ptr_nonnull(shared);
+	ck_assert_ptr_nonnull(rcq);
+	ia = init_attr(IBV_QPT_RC, 4, 4);
+	ia.send_cq = shared;
+	ia.recv_cq = rcq;
+	q1 = track_qp(ibv_create_qp(pd, &ia));
+	ia.recv_cq = shared;
+	q2 = track_qp(ibv_create_qp(pd, &ia));
+	ck_assert_ptr_nonnull(q1);
+	ck_assert_ptr_nonnull(q2);
+	to_rts(q1, nowhere(q1), 0);
+	to_rts(q2, nowhere(q2), 0);
+	ck_assert_int_eq(ibv_modify_qp(q1, &a, IBV_QP_STATE), 0);
+	ck_assert_int_eq(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
+	/* Run the free-running indices near the end of the 8-slot ring. */
+	for (i = 0; i < 7; i++) {
+		swr.wr_id = 100;
+		ck_assert_int_eq(post_send1(q2, &swr), 0);
+		wait_pending(shared, 1);
+		ck_assert_int_eq(ibv_poll_cq(shared, 8, wc), 1);
+	}
+	/* Flush errors interleaved: q1, q2, q1, q2, then q1's receive. */
+	for (i = 0; i < 4; i++) {
+		swr.wr_id = (uint64_t)i;
+		ck_assert_int_eq(post_send1(i & 1 ? q2 : q1, &swr), 0);
+		wait_pending(shared, (uint32_t)i + 1);
+	}
+	rwr.wr_id = 10;
+	ck_assert_int_eq(post_recv1(q1, &rwr), 0);
+	wait_pending(rcq, 1);
+	rwr.wr_id = 11;
+	ck_assert_int_eq(post_recv1(q2, &rwr), 0);
+	wait_pending(shared, 5);
+
+	a.qp_state = IBV_QPS_RESET;
+	ck_assert_int_eq(ibv_modify_qp(q1, &a, IBV_QP_STATE), 0);
+	ck_assert_uint_eq(pending(rcq), 0);
+	ck_assert_int_eq(ibv_poll_cq(rcq, 8, wc), 0);
+	ck_assert_int_eq(ibv_poll_cq(shared, 8, wc), 3);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(wc[i].wr_id, kept[i]);
+		ck_assert_uint_eq(wc[i].qp_num, q2->qp_num);
+		ck_assert_int_eq(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	/* Reused after RESET: q1 flushes anew once in ERR again. */
+	to_rts(q1, nowhere(q1), 0);
+	a.qp_state = IBV_QPS_ERR;
+	ck_assert_int_eq(ibv_modify_qp(q1, &a, IBV_QP_STATE), 0);
+	rwr.wr_id = 12;
+	ck_assert_int_eq(post_recv1(q1, &rwr), 0);
+	wait_pending(rcq, 1);
+	ck_assert_int_eq(ibv_poll_cq(rcq, 8, wc), 1);
+	ck_assert_uint_eq(wc[0].wr_id, 12);
+	destroy_qp(q1);
+	destroy_qp(q2);
+	ck_assert_int_eq(ibv_destroy_cq(shared), 0);
+	ck_assert_int_eq(ibv_destroy_cq(rcq), 0);
+}
+END_TEST
+
 /* Inline data is copied at post time: the buffer may change right after. */
 START_TEST(rc_send_inline_and_sge)
 {
@@ -1176,6 +1276,7 @@ static Suite *qp_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, post_in_error_flushes);
+	tcase_add_test(tc, reset_drops_completions);
 	tcase_add_test(tc, rc_send_inline_and_sge);
 	tcase_add_test(tc, ud_send_through_ah);
 	suite_add_tcase(s, tc);

@@ -417,8 +417,19 @@ START_TEST(device_attrs)
 	ck_assert_int_gt(a.max_qp_wr, 0);
 	ck_assert_int_gt(a.max_cqe, 0);
 	ck_assert_uint_gt(strlen(a.fw_ver), 0);
+	/*
+	 * Honest caps: atomics work (pyverbs' test_atomic skips on NONE),
+	 * RNR NAKs are generated; no port events, memory windows, XRC,
+	 * SRQ resize or path migration yet.
+	 */
+	ck_assert_int_eq(a.atomic_cap, IBV_ATOMIC_HCA);
+	ck_assert_uint_eq(a.device_cap_flags,
+			  IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN);
 
 	ck_assert_int_eq(ibv_query_device_ex(c, NULL, &ex), 0);
+	ck_assert_int_eq(ex.orig_attr.atomic_cap, a.atomic_cap);
+	ck_assert_uint_eq(ex.orig_attr.device_cap_flags, a.device_cap_flags);
+	ck_assert_uint_eq(ex.device_cap_flags_ex, a.device_cap_flags);
 	ck_assert_uint_eq(ex.phys_port_cnt_ex, a.phys_port_cnt);
 	ck_assert_uint_eq(ex.orig_attr.node_guid, a.node_guid);
 	close_ctx(c);

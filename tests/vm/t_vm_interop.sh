@@ -1,0 +1,219 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# t_vm_interop BUILD_DIR: RC over real RoCEv2 against Linux's own Soft-RoCE.
+# ../shared/vm boots a Debian kernel with rdma_rxe under QEMU on a tap in a
+# private network namespace (host side 198.18.1.1, the VM 198.18.1.2);
+# unmodified Debian verbs programs on urxe ("rxe0 netdev $TAP", run as the
+# ordinary test user with this build's libibverbs.so.1) talk to kernel rxe.
+# Two boots, several checks each:
+#   1. `vm.sh server`, SRV=both: kernel rxe serves ibv_rc_pingpong, then
+#      ib_write_bw; urxe is the client of each (host.sh server).
+#   2. `vm.sh cmd`: urxe serves ibv_rc_pingpong to the VM's client; kernel
+#      rxe serves ib_read_bw and ib_atomic_bw to urxe clients, which retry
+#      until the VM has booted (host.sh cmd, vm_script.sh).
+# host.sh captures the tap while its programs run (not vm.sh's PCAP, which
+# drops frames under load: see there); every capture, and each side's half
+# of it, must pass urxe-validate, with no frame dropped by the capture, and
+# each side must have sent the opcodes its role implies.  Both sides of
+# every program must exit 0, and no perftest may print "Failed status".
+#
+# Root only (network namespaces, a tap, QEMU); the VM scripts are looked
+# for in $URXE_SHARED/vm (default: ../shared/vm next to the source tree);
+# either missing skips, loudly.  The boots take some 15-20 s each under
+# emulation, each bounded by URXE_VM_TIMEOUT (100 s).  A first run also
+# builds the VM image (build.sh: downloads Debian packages).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+# shellcheck source=tests/integration/lib.sh
+. "$HERE/../integration/lib.sh"
+
+# A skipped tier hides a whole class of bugs: say so where it shows.
+loud_skip() {
+	printf '\n%s\nSKIP: %s\n%s\n\n' "!!!!!!!!!!" "$*" "!!!!!!!!!!"
+	exit 77
+}
+[ "$(id -u)" -eq 0 ] || loud_skip "needs root (the VM tier boots QEMU on a tap in a network namespace)"
+SHARED=${URXE_SHARED:-$SRC/../shared}
+VMDIR=$SHARED/vm
+[ -x "$VMDIR/vm.sh" ] ||
+	loud_skip "../shared/vm not found (no $VMDIR/vm.sh; set URXE_SHARED to the directory holding vm/)"
+
+urxe_it_init "$@"
+assert_lib_loaded
+
+readonly URXE_IP=198.18.1.1 KERNEL_IP=198.18.1.2
+export TAP=rxetap0 HOST_IP=$URXE_IP VM_IP=$KERNEL_IP
+export URXE_VM_ENV=$WORK/vm-env.sh
+# host.sh runs inside vm.sh's namespace and takes over this state.
+declare -p B WORK RUNDIR UHOME TUSER AS_USER SAN_ENV >"$URXE_VM_ENV"
+VM_TIMEOUT=${URXE_VM_TIMEOUT:-100}
+VALIDATE=$B/tests/urxe-validate
+[ -x "$VALIDATE" ] || die "$VALIDATE is not built"
+
+VMWORK=${URXE_VM_DIR:-/tmp/urxe-vm}
+if [ ! -f "$VMWORK/out/vmlinuz" ] || [ ! -f "$VMWORK/out/initramfs.cpio.gz" ]; then
+	note "no VM image in $VMWORK/out: building it (downloads Debian packages)"
+	capture vm_build "$VMDIR/build.sh"
+	[ "$RC" -eq 0 ] || { show vm_build; die "$VMDIR/build.sh failed"; }
+fi
+command -v tcpdump >/dev/null || die "no tcpdump (build.sh installs it)"
+
+T0=$SECONDS
+# boot NAME VAR=VAL... MODE [SCRIPT] -- HOST_CMD...: one vm.sh run, its
+# output in NAME.out (the VM's console included).
+boot() {
+	local name=$1 t=$SECONDS vars=()
+	shift
+	while [[ $1 == *=* ]]; do vars+=("$1"); shift; done
+	capture "$name" env "${vars[@]}" TIMEOUT="$VM_TIMEOUT" \
+		SERVER_TMO=$((VM_TIMEOUT - 10)) LOGDIR="$WORK/vmlogs" \
+		"$VMDIR/vm.sh" "$@"
+	note "$name: vm.sh $1 exited $RC after $((SECONDS - t)) s"
+	if [ "$RC" -eq 0 ]; then
+		pass "$name: vm.sh $1 exits 0 (VM side and host side)"
+	else
+		fail "$name: vm.sh $1 exit $RC"
+		tail -n 40 "$(out "$name")" | sed 's/^/#     | /'
+	fi
+}
+
+# host_rc NAME: the exit status host.sh recorded for its program NAME.
+host_rc() { cat "$WORK/out/$1.rc" 2>/dev/null || echo "missing (never ran)"; }
+
+# host_ok DESC NAME ERE: urxe's program NAME exited 0, printed a line
+# matching ERE and no "Failed status".
+host_ok() {
+	local rc
+	rc=$(host_rc "$2")
+	if [ "$rc" != 0 ]; then
+		fail "$1: exit $rc"
+		show "$2" "$rc"
+	elif ! grep -Eq -- "$3" "$(out "$2")"; then
+		fail "$1: no line matches /$3/"
+		show "$2" "$rc"
+	elif grep -q 'Failed status' "$(out "$2")" "$(err "$2")"; then
+		fail "$1: \"Failed status\""
+		show "$2" "$rc"
+	else
+		pass "$1"
+	fi
+	counters "$2"
+}
+
+# counters NAME: urxe's engine counters (URXE_LOG=debug prints them at exit).
+counters() {
+	local c
+	c=$(sed -En 's/.*slot [0-9]+: ([a-z_]+) ([0-9]+)$/\1=\2/p' "$(err "$1")" 2>/dev/null |
+		tr '\n' ' ')
+	note "$1 counters: ${c:-none printed}"
+}
+
+# ip_fields PCAP: how many frames had each (TTL, IP flags, IP ID) header,
+# for the log: urxe's wire habits next to kernel rxe's.
+ip_fields() {
+	tcpdump -nv -r "$1" 2>/dev/null |
+		sed -En 's/.*\(tos (0x[0-9a-f]+)[^,]*, ttl ([0-9]+), id ([0-9]+), offset [0-9]+, flags \[([^]]*)\].*/tos \1 ttl \2 flags \4 id \3/p' |
+		sed -E 's/id [1-9][0-9]*$/id !=0/' | sort | uniq -c | sed 's/^ */x/' | tr '\n' ';'
+}
+
+# pcap_ok CAP: capture CAP (host.sh's cap-CAP.pcap) is complete and
+# passes the validator.
+pcap_ok() {
+	local f=$WORK/cap-$1.pcap t=$WORK/out/cap-$1.tcpdump
+	if [ ! -s "$f" ]; then
+		fail "capture $1: no $f"
+		return
+	fi
+	# "N packets captured", "N packets received by filter", "0 packets
+	# dropped by kernel": a frame missing here is the capture's fault,
+	# and the validator would blame the stream for it.
+	if [ "$(sed -n 's/ packets captured$//p' "$t")" != \
+	     "$(sed -n 's/ packets received by filter$//p' "$t")" ] ||
+	   ! grep -q '^0 packets dropped by kernel$' "$t"; then
+		fail "capture $1 is incomplete: $(grep packets "$t" | tr '\n' ' ')"
+		return
+	fi
+	capture "val-$1" "$VALIDATE" "$f"
+	if [ "$RC" -eq 0 ]; then
+		pass "capture $1 passes urxe-validate ($(head -n 1 "$(out "val-$1")"))"
+	else
+		fail "capture $1 fails urxe-validate: exit $RC"
+		show "val-$1"
+	fi
+}
+
+# pcap_side CAP SIDE SRC OPCODE...: SRC's half of capture CAP passes the
+# validator and holds every OPCODE (the validator's names).
+pcap_side() {
+	local cap=$1 side=$2 src=$3 f=$WORK/cap-$1.$2.pcap op miss="" v
+	shift 3
+	v=val-$cap.$side
+	tcpdump -r "$WORK/cap-$cap.pcap" -w "$f" "src host $src" 2>/dev/null
+	capture "$v" "$VALIDATE" "$f"
+	if [ "$RC" -ne 0 ]; then
+		fail "capture $cap: $side's frames ($src) fail urxe-validate: exit $RC"
+		show "$v"
+		return
+	fi
+	for op in "$@"; do
+		grep -Eq "^  0x[0-9a-f]{2} $op " "$(out "$v")" || miss+=" $op"
+	done
+	if [ -z "$miss" ]; then
+		pass "capture $cap: $side ($src) sent valid $*"
+	else
+		fail "capture $cap: $side ($src) sent no$miss"
+		show "$v"
+	fi
+	note "capture $cap: $side IPv4: $(ip_fields "$f")"
+}
+
+PPOK='^100 iters in [0-9.]+ seconds'
+BWOK='^ *65536 +200 +[0-9.]+ +[0-9.]+'
+ATOK='^ *8 +200 +[0-9.]+ +[0-9.]+'
+SENDS=(SEND_FIRST SEND_MIDDLE SEND_LAST ACKNOWLEDGE)
+
+# Boot 1: kernel rxe servers, urxe clients.
+boot boot1 SRV=both PPARGS="-n 100 -s 4096" BWARGS="-F -n 200" \
+	server -- "$HERE/host.sh" server
+host_ok "boot1: urxe ibv_rc_pingpong client -> kernel rxe server (4096 B x 100)" \
+	pp_client "$PPOK"
+expect_match "boot1: kernel rxe ibv_rc_pingpong server exits 0" boot1 \
+	'RXEVM: SERVER-DONE pingpong rc=0'
+host_ok "boot1: urxe ib_write_bw client -> kernel rxe server" write_bw_client "$BWOK"
+expect_match "boot1: kernel rxe ib_write_bw server exits 0" boot1 \
+	'RXEVM: SERVER-DONE write_bw rc=0'
+expect_no_match "boot1: no \"Failed status\" on the VM" boot1 'Failed status'
+pcap_ok pingpong
+pcap_side pingpong urxe "$URXE_IP" "${SENDS[@]}"
+pcap_side pingpong kernel "$KERNEL_IP" "${SENDS[@]}"
+pcap_ok write_bw
+pcap_side write_bw urxe "$URXE_IP" RDMA_WRITE_FIRST RDMA_WRITE_MIDDLE RDMA_WRITE_LAST
+pcap_side write_bw kernel "$KERNEL_IP" ACKNOWLEDGE
+
+# Boot 2: urxe's pingpong server (up before the VM boots), kernel rxe's
+# read and atomic servers.
+boot boot2 cmd "$(sed '/^#/d' "$HERE/vm_script.sh")" -- "$HERE/host.sh" cmd
+host_ok "boot2: urxe ibv_rc_pingpong server <- kernel rxe client (4096 B x 100)" \
+	pp_server "$PPOK"
+expect_match "boot2: kernel rxe ibv_rc_pingpong client exits 0" boot2 '^VMT pp_client rc=0'
+expect_match "boot2: kernel rxe ibv_rc_pingpong client did 100 iters" boot2 "$PPOK"
+host_ok "boot2: urxe ib_read_bw client -> kernel rxe server" read_bw_client "$BWOK"
+expect_match "boot2: kernel rxe ib_read_bw server exits 0" boot2 '^VMT read_bw_server rc=0'
+host_ok "boot2: urxe ib_atomic_bw (fetch-add) client -> kernel rxe server" \
+	fetch_add_client "$ATOK"
+expect_match "boot2: kernel rxe ib_atomic_bw (fetch-add) server exits 0" boot2 \
+	'^VMT fetch_add_server rc=0'
+host_ok "boot2: urxe ib_atomic_bw (compare-swap) client -> kernel rxe server" \
+	cmp_swap_client "$ATOK"
+expect_match "boot2: kernel rxe ib_atomic_bw (compare-swap) server exits 0" boot2 \
+	'^VMT cmp_swap_server rc=0'
+expect_no_match "boot2: no \"Failed status\" on the VM" boot2 'Failed status'
+pcap_ok cmd
+pcap_side cmd urxe "$URXE_IP" "${SENDS[@]}" RDMA_READ_REQUEST FETCH_ADD COMPARE_SWAP
+pcap_side cmd kernel "$KERNEL_IP" "${SENDS[@]}" RDMA_READ_RESPONSE_FIRST \
+	RDMA_READ_RESPONSE_MIDDLE RDMA_READ_RESPONSE_LAST ATOMIC_ACKNOWLEDGE
+
+note "two VM boots in $((SECONDS - T0)) s"
+finish
