@@ -3,10 +3,16 @@
 #
 # t_pyverbs BUILD_DIR: rdma-core's own test suite (Debian's rdma-core
 # package ships it in /usr/share/doc/rdma-core/tests), run unmodified by
-# Debian's /usr/bin/python3 and pyverbs as an ordinary user, on rxe0:
+# Debian's /usr/bin/python3 and pyverbs as an ordinary user, on rxe0 (both
+# ends of every traffic case in this one process):
 #   test_device: DeviceTest's 13 cases pass; the device-memory classes
 #                (DMTest, SharedDMTest) pass or skip, never fail;
-#   test_pd:     PDTest's 4 cases pass.
+#   test_pd:     PDTest's 4 cases pass;
+#   test_addr, test_cq, test_cq_events, test_qp, test_mr, test_atomic: the
+#                RC success paths named in MUST_OK pass (not skip); every
+#                other case passes or skips (EOPNOTSUPP: extended verbs,
+#                memory windows, DM, dmabuf, raw packet), except the XRC
+#                atomic cases, which error until XRC QPs exist.
 # As more verbs land, more modules join MODULES with their expectations.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -20,11 +26,31 @@ urxe_it_init "$@"
 # shellcheck disable=SC2119 # no namespace: the host's
 assert_lib_loaded
 
-MODULES=(test_device test_pd)
+MODULES=(test_device test_pd test_addr test_cq test_cq_events test_qp test_mr
+	 test_atomic)
 # class:cases that must all pass
-MUST_PASS=(DeviceTest:13 PDTest:4)
+MUST_PASS=(DeviceTest:13 PDTest:4 AHTest:3 CQAPITest:3 CQTest:1 CqEventsTestCase:2)
 # classes whose cases may pass or skip, nothing else
 MAY_SKIP=(DMTest SharedDMTest)
+# single cases that must pass (the RC success paths, and more)
+MUST_OK=(test_qp.QPTest.test_create_rc_qp_no_attr
+	 test_qp.QPTest.test_create_rc_qp_with_attr
+	 test_qp.QPTest.test_create_uc_qp_no_attr
+	 test_qp.QPTest.test_create_ud_qp_with_attr
+	 test_qp.QPTest.test_query_data_in_order
+	 test_mr.MRTest.test_mr_rereg_access
+	 test_mr.MRTest.test_mr_rereg_addr
+	 test_mr.MRTest.test_mr_rereg_pd
+	 test_mr.MRTest.test_reg_mr_bad_flags
+	 test_atomic.AtomicTest.test_atomic_cmp_and_swap
+	 test_atomic.AtomicTest.test_atomic_fetch_and_add
+	 test_atomic.AtomicTest.test_atomic_invalid_lkey
+	 test_atomic.AtomicTest.test_atomic_invalid_rkey
+	 test_atomic.AtomicTest.test_atomic_non_aligned_addr)
+# cases that may error, and why
+MAY_ERROR=(test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap
+	   test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add)
+MAY_ERROR_WHY="XRC QPs do not exist yet; pyverbs skips XRC only when ibv_open_xrcd fails"
 
 "$PY" -c 'import pyverbs.device' 2>/dev/null || die "pyverbs is not installed (python3-pyverbs)"
 
@@ -61,8 +87,10 @@ sed -n '/^Ran [0-9]* tests/,$p' "$(err suite)" | sed 's/^/#     | /'
 # verdict after the docstring's first line, on the next line.
 awk '
 	match($0, /\(tests\.[A-Za-z0-9_.]+\)/) { id = substr($0, RSTART + 1, RLENGTH - 2) }
-	id != "" && match($0, / \.\.\. (ok|skipped|FAIL|ERROR|expected failure|unexpected success)/) {
-		v = substr($0, RSTART + 5, RLENGTH - 5); sub(/ .*/, "", v)
+	# (a library log line may split " ... " from its verdict)
+	id != "" && (match($0, / \.\.\. (ok|skipped|FAIL|ERROR|expected failure|unexpected success)/) ||
+		     match($0, /^(ok|skipped .*|FAIL|ERROR)$/)) {
+		v = substr($0, RSTART, RLENGTH); sub(/^ \.\.\. /, "", v); sub(/ .*/, "", v)
 		if (v == "expected") v = "xfail"; if (v == "unexpected") v = "xpass"
 		print id, v; id = ""
 	}' "$(err suite)" >"$WORK/out/verdicts"
@@ -90,6 +118,19 @@ for cls in "${MAY_SKIP[@]}"; do
 	check "$cls: every case passes or skips ($bad do not)" test "$bad" -eq 0
 done
 
+for id in "${MUST_OK[@]}"; do
+	v=$(awk -v i="tests.$id" '$1 == i {print $2}' "$WORK/out/verdicts")
+	check "$id: ${v:-not run}" test "$v" = ok
+done
+allowed=" ${MAY_ERROR[*]/#/tests.} "
+awk '$2 != "ok" && $2 != "skipped" {print $1}' "$WORK/out/verdicts" >"$WORK/out/bad"
+n_allowed=0
+while read -r id; do
+	case "$allowed" in
+	*" $id "*) note "$id errors (allowed: $MAY_ERROR_WHY)"; n_allowed=$((n_allowed + 1)) ;;
+	esac
+done <"$WORK/out/bad"
+
 n_ok=$(awk '$2 == "ok"' "$WORK/out/verdicts" | wc -l)
 n_skip=$(awk '$2 == "skipped"' "$WORK/out/verdicts" | wc -l)
 n_bad=$(awk '$2 != "ok" && $2 != "skipped"' "$WORK/out/verdicts" | wc -l)
@@ -98,12 +139,10 @@ note "pyverbs: $n_all cases: $n_ok passed, $n_skip skipped, $n_bad failed or err
 ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$(err suite)")
 check "every case unittest ran has a verdict here (ran ${ran:-?}, parsed $n_all)" \
 	test "${ran:-x}" = "$n_all"
-check "no case failed or errored" test "$n_bad" -eq 0
-if [ "$RC" -eq 0 ] && grep -q '^OK' "$(err suite)"; then
-	pass "run_tests.py exits 0 and reports OK"
-else
-	fail "run_tests.py exits $RC"
-	grep -E '^(ERROR|FAIL):|Error|error' "$(err suite)" | head -n 30 | sed 's/^/#     | /'
+check "no case failed or errored but the allowed ($((n_bad - n_allowed)) did)" \
+	test "$((n_bad - n_allowed))" -eq 0
+if [ "$n_bad" -ne "$n_allowed" ]; then
+	grep -E '^(ERROR|FAIL):' "$(err suite)" | head -n 30 | sed 's/^/#     | /'
 fi
 
 finish
