@@ -36,7 +36,7 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	eng->gid0 = conf->gid0;
 	eng->key_next = 1;
 	eng->key_tag = (uint8_t)(conf->slot * 37 + 1);
-	eng->deadline_hint = UINT64_MAX;
+	atomic_init(&eng->deadline_hint, UINT64_MAX);
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->qp_lock, NULL);
 	pthread_mutex_init(&eng->key_lock, NULL);
@@ -166,7 +166,10 @@ void urxe_mem_put(struct urxe_mem *mem)
 int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 {
 	uint32_t i, idx = 0;
+	int rc = 0;
 
+	/* Lock order: the progress lock, then qp_lock (as qp_remove). */
+	pthread_mutex_lock(&eng->lock);
 	pthread_mutex_lock(&eng->qp_lock);
 	for (i = 0; i < URXE_QP_SLOTS; i++) {
 		idx = (eng->qp_next + i) & (URXE_QP_SLOTS - 1);
@@ -174,25 +177,19 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 			break;
 	}
 	if (i == URXE_QP_SLOTS) {
-		pthread_mutex_unlock(&eng->qp_lock);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out;
 	}
 	if (eng->nlive == eng->live_cap) {
 		uint32_t cap = eng->live_cap ? eng->live_cap * 2 : 16;
-		struct urxe_eqp **l;
+		struct urxe_eqp **l = realloc(eng->live, cap * sizeof(*l));
 
-		/* Grown under the progress lock: timer scans read it. */
-		pthread_mutex_lock(&eng->lock);
-		l = realloc(eng->live, cap * sizeof(*l));
-		if (l) {
-			eng->live = l;
-			eng->live_cap = cap;
-		}
-		pthread_mutex_unlock(&eng->lock);
 		if (!l) {
-			pthread_mutex_unlock(&eng->qp_lock);
-			return -ENOMEM;
+			rc = -ENOMEM;
+			goto out;
 		}
+		eng->live = l;
+		eng->live_cap = cap;
 	}
 	/* Round robin: a destroyed QP's number is not reused at once. */
 	eng->qp_next = idx + 1;
@@ -202,11 +199,11 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 	/* Flow entropy for ECMP and the source-port pool (IBA A17.5.1). */
 	qp->sport = (uint16_t)(0xc000 | ((qp->qpn * 2654435761u) >> 18));
 	eng->qps[idx] = qp;
-	pthread_mutex_lock(&eng->lock);
 	eng->live[eng->nlive++] = qp;
-	pthread_mutex_unlock(&eng->lock);
+out:
 	pthread_mutex_unlock(&eng->qp_lock);
-	return 0;
+	pthread_mutex_unlock(&eng->lock);
+	return rc;
 }
 
 void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
@@ -443,17 +440,32 @@ drop:
 
 /* ---- progress ---- */
 
-static void run_pending(struct urxe_engine *eng)
+/*
+ * Takes QPs off the work list one at a time: a QP may be scheduled again
+ * (by another thread posting, or by its own work) while it is processed,
+ * and must then come back on the list, not corrupt a walk of it.
+ */
+static struct urxe_eqp *pop_pending(struct urxe_engine *eng)
 {
-	struct urxe_eqp *list, *qp;
+	struct urxe_eqp *qp;
 
 	pthread_mutex_lock(&eng->list_lock);
-	list = eng->pending;
-	eng->pending = NULL;
-	for (qp = list; qp; qp = qp->pending_next)
+	qp = eng->pending;
+	if (qp) {
+		eng->pending = qp->pending_next;
+		qp->pending_next = NULL;
 		qp->on_list = false;
+	}
 	pthread_mutex_unlock(&eng->list_lock);
-	for (qp = list; qp; qp = qp->pending_next) {
+	return qp;
+}
+
+static void run_pending(struct urxe_engine *eng)
+{
+	struct urxe_eqp *qp;
+	unsigned int budget = 4096;
+
+	while (budget-- && (qp = pop_pending(eng))) {
 		if (qp->attr.state == IBV_QPS_ERR) {
 			/* Work posted to a QP in error is flushed. */
 			qp_flush(qp);
@@ -473,8 +485,10 @@ uint64_t urxe_now(struct urxe_engine *eng)
 void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline)
 {
 	*slot = deadline;
-	if (deadline && deadline < qp->eng->deadline_hint) {
-		qp->eng->deadline_hint = deadline;
+	if (deadline && deadline < atomic_load_explicit(&qp->eng->deadline_hint,
+							memory_order_relaxed)) {
+		atomic_store_explicit(&qp->eng->deadline_hint, deadline,
+				      memory_order_relaxed);
 		atomic_store(&qp->eng->timer_moved, true);
 	}
 }
@@ -485,9 +499,10 @@ static void run_timers(struct urxe_engine *eng)
 	uint64_t now = urxe_now(eng), hint = UINT64_MAX;
 	uint32_t i;
 
-	if (now < eng->deadline_hint)
+	if (now < atomic_load_explicit(&eng->deadline_hint, memory_order_relaxed))
 		return;
-	eng->deadline_hint = UINT64_MAX;
+	atomic_store_explicit(&eng->deadline_hint, UINT64_MAX,
+			      memory_order_relaxed);
 	for (i = 0; i < eng->nlive; i++) {
 		struct urxe_eqp *qp = eng->live[i];
 
@@ -498,8 +513,9 @@ static void run_timers(struct urxe_engine *eng)
 		if (qp->rnr_deadline && qp->rnr_deadline < hint)
 			hint = qp->rnr_deadline;
 	}
-	if (hint < eng->deadline_hint)
-		eng->deadline_hint = hint;
+	if (hint < atomic_load_explicit(&eng->deadline_hint, memory_order_relaxed))
+		atomic_store_explicit(&eng->deadline_hint, hint,
+				      memory_order_relaxed);
 }
 
 /* Progress lock held: do everything flagged, then drain the sockets. */
@@ -524,7 +540,7 @@ int urxe_engine_progress(struct urxe_engine *eng)
 {
 	int did;
 
-	if (!eng->thread_running || !pthread_equal(pthread_self(), eng->thread))
+	if (!urxe_in_engine_thread(eng))
 		atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
 				      memory_order_relaxed);
 
@@ -541,7 +557,7 @@ int urxe_engine_progress(struct urxe_engine *eng)
 	}
 	/* An earlier deadline: the engine thread's timer must know it. */
 	if (atomic_exchange(&eng->timer_moved, false) &&
-	    !pthread_equal(pthread_self(), eng->thread))
+	    !urxe_in_engine_thread(eng))
 		urxe_engine_thread_wake(eng);
 	return did;
 }
@@ -554,5 +570,5 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 
 uint64_t urxe_engine_next_deadline(struct urxe_engine *eng)
 {
-	return eng->deadline_hint;
+	return atomic_load_explicit(&eng->deadline_hint, memory_order_relaxed);
 }

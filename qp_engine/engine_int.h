@@ -45,7 +45,9 @@ struct urxe_engine {
 	/* QPs that exist, compactly (timer scans); under qp_lock + lock */
 	struct urxe_eqp **live;
 	uint32_t nlive;
-	uint64_t deadline_hint;		/* no timer expires before this */
+	/* no timer expires before this; written under the progress lock,
+	 * read without it by waiters choosing how long to sleep */
+	_Atomic uint64_t deadline_hint;
 	atomic_bool timer_moved;	/* the engine thread must re-arm */
 
 	/* QPs with send work or ACKs to send */
@@ -60,7 +62,7 @@ struct urxe_engine {
 
 	/* engine thread */
 	pthread_t thread;
-	bool thread_running;
+	atomic_bool thread_running;
 	struct ev_loop *loop;
 	ev_async wake;
 	ev_async stop;
@@ -84,6 +86,9 @@ static inline void urxe_count(struct urxe_engine *eng, enum urxe_counter c,
 {
 	atomic_fetch_add_explicit(&eng->cnt[c], n, memory_order_relaxed);
 }
+
+/* Is the calling thread @eng's engine thread? */
+bool urxe_in_engine_thread(const struct urxe_engine *eng);
 
 /* engine.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);

@@ -114,10 +114,19 @@ static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+/* Which engine, if any, the calling thread runs. */
+static __thread const struct urxe_engine *engine_self;
+
+bool urxe_in_engine_thread(const struct urxe_engine *eng)
+{
+	return engine_self == eng;
+}
+
 static void *engine_main(void *arg)
 {
 	struct urxe_engine *eng = arg;
 
+	engine_self = eng;
 	ev_run(eng->loop, 0);
 	return NULL;
 }
