@@ -77,15 +77,22 @@ static int lock_byte(int fd, unsigned int index, int cmd, short type,
 	return fcntl(fd, cmd, fl);
 }
 
-static unsigned int rundir_salt(const char *rundir)
+/*
+ * The address index of slot @k: the slot itself in the default runtime
+ * directory; in any other, a place in 1024 .. 1024 + 61000 picked by a
+ * hash of its path, so that processes of different runtime directories
+ * (each test has its own) seldom meet on one address — and when they
+ * would, the claim probes and moves on.
+ */
+static unsigned int addr_index(const char *rundir, unsigned int k)
 {
 	uint32_t h = 2166136261u;
 
 	if (!strcmp(rundir, URXE_RUNDIR_DEFAULT))
-		return 0;
+		return k;
 	for (; *rundir; rundir++)
 		h = (h ^ (uint8_t)*rundir) * 16777619u;
-	return 1 + h % 61;
+	return 1024 + (k - URXE_SLOT_FIRST + h % 61000) % 61000;
 }
 
 int urxe_slot_claim(const char *rundir, struct urxe_slot *slot)
@@ -101,7 +108,7 @@ int urxe_slot_claim(const char *rundir, struct urxe_slot *slot)
 		if (lock_byte(fd, k, F_OFD_SETLK, F_WRLCK, &fl) == 0) {
 			slot->fd = fd;
 			slot->index = k;
-			slot->addr_index = k + 1024 * rundir_salt(rundir);
+			slot->addr_index = addr_index(rundir, k);
 			return 0;
 		}
 		if (errno != EAGAIN && errno != EACCES) {

@@ -94,19 +94,20 @@ static uint64_t iba_timeout_ns(const struct urxe_eqp *qp)
  * 2^timeout, 67 ms for the usual 14) is how long the requester may go
  * without progress before a retry counts; waiting that long before every
  * resend would make each tail loss cost 67 ms.  So resends happen after a
- * fast timeout from the measured round trip (4 x srtt + 1 ms, at least
- * 2 ms, doubling while nothing moves, never above the IBA's), and a
+ * fast timeout from the measured round trip (4 x srtt + 2 ms, at least
+ * 5 ms — a scheduler tick or two on a busy machine — doubling while
+ * nothing moves, never above the IBA's), and a
  * retry is counted once per IBA timeout without progress: the retry
  * budget stays (retry_cnt + 1) x the IBA timeout.
  */
 static uint64_t fast_rto_ns(const struct urxe_eqp *qp)
 {
-	uint64_t rto = qp->srtt_ns ? 4ull * qp->srtt_ns + 1000000 : 4000000;
+	uint64_t rto = qp->srtt_ns ? 4ull * qp->srtt_ns + 2000000 : 8000000;
 
 	if (qp->rto_ns)
 		rto = qp->rto_ns;
-	if (rto < 2000000)
-		rto = 2000000;
+	if (rto < 5000000)
+		rto = 5000000;
 	return rto < iba_timeout_ns(qp) ? rto : iba_timeout_ns(qp);
 }
 

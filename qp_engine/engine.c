@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <urxe/netdev.h>
+
 #include "engine_int.h"
 #include "icrc.h"
 #include "psn.h"
@@ -37,6 +39,10 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	eng->key_next = 1;
 	eng->key_tag = (uint8_t)(conf->slot * 37 + 1);
 	atomic_init(&eng->deadline_hint, UINT64_MAX);
+	/* Counters live in the slot's shared record when there is one. */
+	eng->cnt = conf->stats ? conf->stats->counters : eng->cnt_own;
+	eng->stats = conf->stats;
+	urxe_qpstats_publish(eng);
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->qp_lock, NULL);
 	pthread_mutex_init(&eng->key_lock, NULL);
@@ -198,8 +204,10 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 	qp->attr.state = IBV_QPS_RESET;
 	/* Flow entropy for ECMP and the source-port pool (IBA A17.5.1). */
 	qp->sport = (uint16_t)(0xc000 | ((qp->qpn * 2654435761u) >> 18));
+	memset(qp->cnt, 0, sizeof(qp->cnt));
 	eng->qps[idx] = qp;
 	eng->live[eng->nlive++] = qp;
+	urxe_qpstats_publish(eng);
 out:
 	pthread_mutex_unlock(&eng->qp_lock);
 	pthread_mutex_unlock(&eng->lock);
@@ -222,6 +230,7 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 			break;
 		}
 	}
+	urxe_qpstats_publish(eng);
 	pthread_mutex_unlock(&eng->qp_lock);
 	pthread_mutex_lock(&eng->list_lock);
 	for (pp = &eng->pending; *pp; pp = &(*pp)->pending_next) {
@@ -273,6 +282,7 @@ void urxe_qp_error(struct urxe_eqp *qp, enum ibv_event_type ev)
 		return;
 	qp->attr.state = IBV_QPS_ERR;
 	qp_flush(qp);
+	urxe_qpstats_publish(qp->eng);
 	if (qp->fatal && ev != URXE_NO_EVENT)
 		qp->fatal(qp, ev);
 }
@@ -378,6 +388,8 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 			qp_flush(qp);
 		else if (a->state == IBV_QPS_RTS)
 			urxe_qp_schedule(qp);
+		if (a->state != old)
+			urxe_qpstats_publish(eng);
 	}
 out:
 	pthread_mutex_unlock(&eng->lock);
@@ -429,10 +441,13 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 		urxe_count(eng, URXE_CNT_DROPPED_NO_QP, 1);
 		return;
 	}
+	qp->cnt[URXE_CNT_RCVD_PKTS]++;
+	eng->acct = qp;
 	if (oi->flags & URXE_F_REQ)
 		urxe_resp_input(qp, &bth, oi, roce, paylen, meta);
 	else
 		urxe_comp_input(qp, &bth, oi, roce, paylen);
+	eng->acct = NULL;
 	return;
 drop:
 	urxe_count(eng, URXE_CNT_DROPPED, 1);
@@ -471,9 +486,11 @@ static void run_pending(struct urxe_engine *eng)
 			qp_flush(qp);
 			continue;
 		}
+		eng->acct = qp;
 		if (qp->ack_pending)
 			urxe_resp_send_ack(qp);
 		urxe_req_run(qp);
+		eng->acct = NULL;
 	}
 }
 
@@ -496,7 +513,9 @@ void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline)
 /* Runs the expired transport and RNR timers of every QP. */
 static void run_timers(struct urxe_engine *eng)
 {
-	uint64_t now = urxe_now(eng), hint = UINT64_MAX;
+	/* A statistics publish due is a deadline too (urxe_qpstats_tick). */
+	uint64_t now = urxe_now(eng), hint = eng->stats_due ? eng->stats_due
+							    : UINT64_MAX;
 	uint32_t i;
 
 	if (now < atomic_load_explicit(&eng->deadline_hint, memory_order_relaxed))
@@ -506,8 +525,11 @@ static void run_timers(struct urxe_engine *eng)
 	for (i = 0; i < eng->nlive; i++) {
 		struct urxe_eqp *qp = eng->live[i];
 
-		if (qp->retx_deadline || qp->rnr_deadline)
+		if (qp->retx_deadline || qp->rnr_deadline) {
+			eng->acct = qp;
 			urxe_comp_timers(qp, now);
+			eng->acct = NULL;
+		}
 		if (qp->retx_deadline && qp->retx_deadline < hint)
 			hint = qp->retx_deadline;
 		if (qp->rnr_deadline && qp->rnr_deadline < hint)
@@ -525,14 +547,16 @@ static int progress_locked(struct urxe_engine *eng)
 
 	do {
 		atomic_store(&eng->work, false);
-		run_timers(eng);
 		run_pending(eng);
+		/* Input first: a late ACK waiting in the socket is not a loss. */
 		n = eng->ops->rx_poll ? eng->ops->rx_poll(eng->priv, eng, 64) : 0;
 		if (n > 0)
 			did = 1;
+		run_timers(eng);
 		run_pending(eng);
 		urxe_tx_flush(eng);
 	} while (n > 0 || atomic_load(&eng->work));
+	urxe_qpstats_tick(eng);
 	return did;
 }
 

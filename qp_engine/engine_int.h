@@ -58,7 +58,14 @@ struct urxe_engine {
 	struct urxe_pkt tx[URXE_TX_BATCH];
 	uint8_t (*tx_buf)[URXE_TX_BUF];
 	unsigned int ntx;
-	_Atomic uint64_t cnt[URXE_CNT__COUNT];
+	/* counters: the slot's shared record (conf->stats), else cnt_own */
+	_Atomic uint64_t *cnt;
+	_Atomic uint64_t cnt_own[URXE_CNT__COUNT];
+	/* statistics publishing (stats.c), under the progress lock */
+	struct urxe_stats_rec *stats;
+	struct urxe_eqp *acct;		/* whose work runs: its counts are its own too */
+	uint64_t stats_due;		/* publish then (0: nothing new to publish) */
+	uint64_t stats_mark;		/* packets counted at the last publish */
 
 	/* engine thread */
 	pthread_t thread;
@@ -81,14 +88,38 @@ struct urxe_engine {
 /* ...and looks again this often. */
 #define URXE_BACKOFF_S 0.0001
 
+/*
+ * Counters of the engine as a whole, never a QP's: a transmit batch
+ * carries many QPs' packets, and drops happen before a QP is known.  A
+ * QP's sent and received packets are counted where the QP is known
+ * (urxe_tx_commit, urxe_engine_input).
+ */
+#define URXE_CNT_ENGINE_ONLY						\
+	(1u << URXE_CNT_SENT_PKTS | 1u << URXE_CNT_RCVD_PKTS |		\
+	 1u << URXE_CNT_SEND_ERR | 1u << URXE_CNT_DROPPED |		\
+	 1u << URXE_CNT_DROPPED_ICRC | 1u << URXE_CNT_DROPPED_NO_QP)
+
+/* Counts an event; one caused by eng->acct's work counts for it too. */
 static inline void urxe_count(struct urxe_engine *eng, enum urxe_counter c,
 			      uint64_t n)
 {
 	atomic_fetch_add_explicit(&eng->cnt[c], n, memory_order_relaxed);
+	if (eng->acct && !(URXE_CNT_ENGINE_ONLY & 1u << c))
+		eng->acct->cnt[c] += n;
 }
 
 /* Is the calling thread @eng's engine thread? */
 bool urxe_in_engine_thread(const struct urxe_engine *eng);
+
+/*
+ * stats.c: the QP table of the slot's statistics record.  Publishes now
+ * (a QP came, went or changed state); after a progress pass, publishes if
+ * packets moved and the period is over, else makes sure a deadline
+ * brings progress back then.
+ */
+#define URXE_STATS_PUBLISH_NS 100000000ull
+void urxe_qpstats_publish(struct urxe_engine *eng);
+void urxe_qpstats_tick(struct urxe_engine *eng);
 
 /* engine.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);

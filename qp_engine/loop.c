@@ -26,10 +26,26 @@ static void rearm_timer(struct urxe_engine *eng)
 	ev_timer_start(eng->loop, &eng->timer);
 }
 
+static bool apps_active(struct urxe_engine *eng);
+static void park_io(struct urxe_engine *eng, bool park);
+
+/*
+ * Runs progress — unless application threads are calling in: then they
+ * do the work (timers included), and this thread, which could be
+ * preempted while holding the progress lock, keeps out of their way.
+ */
 static void run(struct ev_loop *loop)
 {
 	struct urxe_engine *eng = ev_userdata(loop);
 
+	if (apps_active(eng)) {
+		park_io(eng, true);
+		if (!ev_is_active(&eng->backoff)) {
+			ev_timer_set(&eng->backoff, URXE_BACKOFF_S, 0.0);
+			ev_timer_start(loop, &eng->backoff);
+		}
+		return;
+	}
 	urxe_engine_progress(eng);
 	rearm_timer(eng);
 }
@@ -66,16 +82,8 @@ static void park_io(struct urxe_engine *eng, bool park)
  */
 static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct urxe_engine *eng = ev_userdata(loop);
-
 	(void)w;
 	(void)revents;
-	if (apps_active(eng)) {
-		park_io(eng, true);
-		ev_timer_set(&eng->backoff, URXE_BACKOFF_S, 0.0);
-		ev_timer_start(loop, &eng->backoff);
-		return;
-	}
 	run(loop);
 }
 
@@ -83,13 +91,10 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct urxe_engine *eng = ev_userdata(loop);
 
+	(void)w;
 	(void)revents;
-	if (apps_active(eng)) {
-		ev_timer_set(w, URXE_BACKOFF_S, 0.0);
-		ev_timer_start(loop, w);
-		return;
-	}
-	park_io(eng, false);
+	if (!apps_active(eng))
+		park_io(eng, false);
 	run(loop);
 }
 

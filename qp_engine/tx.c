@@ -54,6 +54,8 @@ void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
 	pkt->iov[0].iov_len = pkt->len;
 	pkt->niov = 1;
 	eng->ntx++;
+	if (eng->acct)
+		eng->acct->cnt[URXE_CNT_SENT_PKTS]++;
 }
 
 void urxe_tx_flush(struct urxe_engine *eng)

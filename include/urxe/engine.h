@@ -167,6 +167,28 @@ static inline bool urxe_cq_empty(struct urxe_cq_ring *r)
 	       atomic_load_explicit(&r->cons, memory_order_relaxed);
 }
 
+/* ---- counters, as kernel rxe names its hardware counters ---- */
+
+enum urxe_counter {
+	URXE_CNT_SENT_PKTS,
+	URXE_CNT_RCVD_PKTS,
+	URXE_CNT_DUPLICATE_REQUEST,
+	URXE_CNT_OUT_OF_SEQ_REQUEST,
+	URXE_CNT_RCV_RNR_ERR,
+	URXE_CNT_SND_RNR_ERR,
+	URXE_CNT_RCV_SEQ_ERR,
+	URXE_CNT_COMPLETER_RETRY_ERR,
+	URXE_CNT_RETRY_EXCEEDED_ERR,
+	URXE_CNT_RETRY_RNR_EXCEEDED_ERR,
+	URXE_CNT_SEND_ERR,
+	URXE_CNT_DROPPED,		/* malformed */
+	URXE_CNT_DROPPED_ICRC,		/* bad ICRC */
+	URXE_CNT_DROPPED_NO_QP,		/* no such QP, or another transport */
+	URXE_CNT__COUNT,
+};
+
+extern const char *const urxe_counter_names[URXE_CNT__COUNT];
+
 /* ---- queue pairs ---- */
 
 struct urxe_engine;
@@ -258,29 +280,13 @@ struct urxe_eqp {
 	bool on_list;
 	/* error / async event back to the provider */
 	void (*fatal)(struct urxe_eqp *qp, enum ibv_event_type ev);
+	/*
+	 * This QP's share of the engine's counters, under the progress lock
+	 * (the engine-wide ones, such as drops before a QP is known, stay 0).
+	 * Published to the slot's statistics record now and then.
+	 */
+	uint64_t cnt[URXE_CNT__COUNT];
 };
-
-/* ---- counters, as kernel rxe names its hardware counters ---- */
-
-enum urxe_counter {
-	URXE_CNT_SENT_PKTS,
-	URXE_CNT_RCVD_PKTS,
-	URXE_CNT_DUPLICATE_REQUEST,
-	URXE_CNT_OUT_OF_SEQ_REQUEST,
-	URXE_CNT_RCV_RNR_ERR,
-	URXE_CNT_SND_RNR_ERR,
-	URXE_CNT_RCV_SEQ_ERR,
-	URXE_CNT_COMPLETER_RETRY_ERR,
-	URXE_CNT_RETRY_EXCEEDED_ERR,
-	URXE_CNT_RETRY_RNR_EXCEEDED_ERR,
-	URXE_CNT_SEND_ERR,
-	URXE_CNT_DROPPED,		/* malformed */
-	URXE_CNT_DROPPED_ICRC,		/* bad ICRC */
-	URXE_CNT_DROPPED_NO_QP,		/* no such QP, or another transport */
-	URXE_CNT__COUNT,
-};
-
-extern const char *const urxe_counter_names[URXE_CNT__COUNT];
 
 /* ---- the engine ---- */
 
@@ -321,11 +327,21 @@ struct urxe_rx_meta {
 	uint32_t ip_len;
 };
 
+struct urxe_stats_rec;
+
 struct urxe_engine_conf {
 	unsigned int slot;		/* QPNs are slot << 14 | index */
 	union ibv_gid gid0;		/* default source GID (UD without sgid) */
 	const struct urxe_engine_ops *ops;
 	void *priv;
+	/*
+	 * The slot's shared statistics record (netdev.h), or NULL.  The
+	 * engine's counters then live in it, and the engine publishes its QP
+	 * table there: when a QP comes, goes or changes state, and at most
+	 * every 100 ms while packets move (once more 100 ms after they stop).
+	 * NULL: private counters, nothing published.
+	 */
+	struct urxe_stats_rec *stats;
 };
 
 int urxe_engine_create(const struct urxe_engine_conf *conf,

@@ -53,9 +53,8 @@ struct urxe_slot {
 	unsigned int index;
 	/*
 	 * Index of the slot's loopback address: the slot itself in the default
-	 * runtime directory; in another one offset by a multiple of 1024 from
-	 * a hash of its path, so that separate runtime directories (tests)
-	 * rarely share addresses.
+	 * runtime directory; in another one a place from a hash of its path,
+	 * so that separate runtime directories (tests) rarely share addresses.
 	 */
 	unsigned int addr_index;
 };
@@ -77,11 +76,100 @@ void urxe_slot_release(struct urxe_slot *slot);
 /* Whether slot @index is held: 1, 0, or a negative errno. */
 int urxe_slot_busy(const char *rundir, unsigned int index);
 
-/* 127.117.h.l for address index @index (< 62 * 1024), network order. */
+/* 127.117.h.l for address index @index (< 62500), network order. */
 struct in_addr urxe_slot_loopback_addr(unsigned int index);
 
 /* Whether a UDP socket can bind @addr:4791 right now: 1, 0, or -errno. */
 int urxe_udp_addr_free(struct in_addr addr);
+
+/* ---- per-slot statistics (stats.c): <rundir>/counters ---- */
+
+/*
+ * One record per slot in one file, mapped shared: a header saying whose
+ * record it is (written at each claim), the instance's counters, and a
+ * table of its QPs with theirs.  The instance is the only writer of its
+ * record; anyone (`urxe stats`) reads.  The layout is part of the runtime
+ * directory's version (the "v1" of urxe-v1): fields only ever use the room
+ * reserved here.  What counters and QP type/state codes mean is the
+ * writer's business (the engine's names); this layer just keeps numbers.
+ */
+#define URXE_STATS_FILE "counters"
+#define URXE_STATS_MAGIC 0x53657875u	/* "uxeS": the header is complete */
+#define URXE_STATS_COUNTERS 32		/* room per instance */
+#define URXE_STATS_QPS 64		/* QPs published per instance */
+#define URXE_STATS_QP_COUNTERS 16	/* room per QP */
+#define URXE_STATS_REC_SIZE 12288	/* record stride in the file */
+
+struct urxe_stats_qp {
+	uint32_t qpn;
+	uint8_t type;			/* the writer's code (verbs: ibv_qp_type) */
+	uint8_t state;			/* the writer's code (verbs: ibv_qp_state) */
+	uint8_t reserved[10];
+	uint64_t cnt[URXE_STATS_QP_COUNTERS];
+};
+
+struct urxe_stats_rec {
+	_Atomic uint32_t magic;		/* URXE_STATS_MAGIC once the header is in */
+	uint32_t generation;		/* claims of this slot so far */
+	int32_t pid;			/* the claimant */
+	uint32_t slot;
+	uint64_t claimed_s;		/* CLOCK_REALTIME seconds of the claim */
+	char dev[64];			/* device name */
+	char netdev[IF_NAMESIZE];
+	uint16_t ncounters;		/* counters[] in use */
+	uint16_t nqp_counters;		/* qps[].cnt[] in use */
+	_Atomic uint32_t seq;		/* seqlock of the QP table: odd while written */
+	uint32_t nqps;			/* qps[] entries valid */
+	uint32_t qps_total;		/* QPs the instance has (may be > nqps) */
+	uint8_t reserved[136];
+	_Atomic uint64_t counters[URXE_STATS_COUNTERS];
+	struct urxe_stats_qp qps[URXE_STATS_QPS];
+};
+
+/* A consistent copy of a record, for readers. */
+struct urxe_stats_snap {
+	uint32_t generation;
+	int32_t pid;
+	uint32_t slot;
+	uint64_t claimed_s;
+	char dev[64];
+	char netdev[IF_NAMESIZE];
+	unsigned int ncounters;
+	unsigned int nqp_counters;
+	unsigned int nqps;		/* 0 if the writer died mid-update */
+	unsigned int qps_total;
+	uint64_t counters[URXE_STATS_COUNTERS];
+	struct urxe_stats_qp qps[URXE_STATS_QPS];
+};
+
+/*
+ * Maps @slot's record (creating and sizing the file, mode 0666) and claims
+ * it for a new instance: zeroed, generation + 1, this pid, @dev and
+ * @netdev.  The caller must hold @slot.  Returns 0 or a negative errno.
+ */
+int urxe_stats_attach(const char *rundir, const struct urxe_slot *slot,
+		      const char *dev, const char *netdev,
+		      struct urxe_stats_rec **out);
+/* Unmaps; the record keeps its last figures for `urxe stats --all`. */
+void urxe_stats_detach(struct urxe_stats_rec *rec);
+/*
+ * In a fork()ed child: the inherited record becomes private memory at the
+ * same address, so that nothing the child does reaches the parent's
+ * figures.  urxe_stats_detach() still releases it.
+ */
+void urxe_stats_forget(struct urxe_stats_rec *rec);
+
+/* The writer's side of the QP table's seqlock: begin, fill, end. */
+void urxe_stats_qps_begin(struct urxe_stats_rec *rec);
+void urxe_stats_qps_end(struct urxe_stats_rec *rec);
+
+/* Opens <rundir>/counters to read: an fd, or -ENOENT if there is none. */
+int urxe_stats_open(const char *rundir);
+/*
+ * Copies slot @index's record: 0, -ENOENT when the slot has no record
+ * (never claimed, or being claimed right now), or a negative errno.
+ */
+int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out);
 
 /* ---- the udp backend (udp.c) ---- */
 

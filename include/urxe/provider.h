@@ -50,6 +50,8 @@ struct urxe_dev {
 	pthread_mutex_t lock;		/* guards iface and gids */
 	struct urxe_iface iface;
 	struct urxe_slot slot;
+	/* the slot's shared statistics record (the engine's counters), or NULL */
+	struct urxe_stats_rec *stats;
 	union ibv_gid gids[URXE_GID_TBL_LEN];	/* all-zero: empty */
 	uint64_t node_guid;		/* network byte order */
 	int refcnt;			/* under the instance list lock */

@@ -376,3 +376,186 @@ ns_add() {
 
 # alive PID: the process still runs.
 alive() { kill -0 "$1" 2>/dev/null; }
+
+# --- client/server runs and packet captures (t_rc_pingpong, t_perftest) -----
+
+PORT_NEXT=0
+PCAP_SNAPLEN=4400
+
+# next_port VAR: a TCP rendezvous port (-p) for one client/server run, a
+# fresh one for every run: counting up from a random start in 20000-59999
+# (ctest -j runs tests side by side), skipping any port with a socket on the
+# host.  Not in $(...): the counter must advance.
+next_port() {
+	local p
+	[ "$PORT_NEXT" -ne 0 ] ||
+		PORT_NEXT=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	while :; do
+		p=$PORT_NEXT
+		PORT_NEXT=$((p >= 59999 ? 20000 : p + 1))
+		[ -n "$(ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null)" ] ||
+			break
+	done
+	printf -v "$1" '%s' "$p"
+}
+
+# listens PORT [NS]: a socket listens on TCP PORT (in network namespace NS).
+listens() {
+	local pre=()
+	[ -z "${2:-}" ] || pre=(ip netns exec "$2")
+	[ -n "$("${pre[@]}" ss -Hltn "sport = :$1" 2>/dev/null)" ]
+}
+
+# serve NAME PORT RUNNER ARGS...: starts a server like bg_user and waits
+# (20 s at most) until it listens on TCP PORT in the runner's namespace, so
+# that its client can connect at once; sets BG_PID.  Returns 1 when the
+# server died first or never listened.
+serve() {
+	local name=$1 port=$2 ns="" deadline=$((SECONDS + 20))
+	shift 2
+	case $1 in ns_user | ns_user_plain) ns=$2 ;; esac
+	bg_user "$name" "$@"
+	until listens "$port" "$ns"; do
+		alive "$BG_PID" && [ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.05
+	done
+}
+
+# pcap_start NAME IFACE [NS]: tcpdump (root) records UDP port 4791 on IFACE
+# (inside network namespace NS) into $WORK/NAME.raw.pcap; returns once it
+# listens; sets PCAP_PID.  Nothing may be lost: a frame missing from the
+# middle of a capture looks like a PSN jump to the validator.  So: immediate
+# mode (TPACKET_V2, no block timeout), a 64 MiB ring and a snapshot length
+# of PCAP_SNAPLEN (the ring holds buffer/snaplen frames, and on lo each
+# frame twice) -- larger than any RoCEv2 frame (4096 B payload + headers):
+# pcap_check fails on a truncated frame.  Take one file per client/server
+# run: the validator tracks PSNs per (source, destination, QPN) flow, and
+# QPNs are reused from run to run.
+pcap_start() {
+	local name=$1 dev=$2 pre=()
+	[ -z "${3:-}" ] || pre=(ip netns exec "$3")
+	timeout -k 5 300 "${pre[@]}" tcpdump -i "$dev" -w "$WORK/$name.raw.pcap" \
+		--immediate-mode -B 65536 -s "$PCAP_SNAPLEN" -Z root -nn \
+		udp port 4791 \
+		>"$WORK/out/$name.tcpdump" 2>&1 &
+	PCAP_PID=$!
+	PIDS+=("$PCAP_PID")
+	wait_for 10 grep -qs '^tcpdump: listening on' "$WORK/out/$name.tcpdump" ||
+		die "tcpdump on $dev${3:+ in $3} did not start: $(head -n 3 "$WORK/out/$name.tcpdump")"
+}
+
+# gid_hosts NAME...: the IP addresses in the GIDs the runs NAME printed
+# (ibv_*_pingpong: "GID ::ffff:127.117.1.2" or "GID 2001:db8::1"; perftest:
+# "GID: 00:00:00:00:00:00:00:00:00:00:255:255:127:117:1:2"), sorted, unique.
+gid_hosts() {
+	local n
+	for n in "$@"; do cat "$(out "$n")"; done | sed -En \
+		-e 's/.* GID ::ffff:([0-9.]+)$/\1/p' \
+		-e 's/.* GID ([0-9a-f]*:[0-9a-f:]+)$/\1/p' \
+		-e 's/.*GID: (00:){10}255:255:([0-9]+):([0-9]+):([0-9]+):([0-9]+)$/\2.\3.\4.\5/p' |
+		sort -u
+}
+
+# pcap_check NAME DESC HOST HOST: stops capture NAME (SIGINT, by pid, once
+# the last frames are in), checks that tcpdump truncated no frame (the
+# validator skips a truncated frame) and whether it lost any (then PSN gaps
+# are not errors: urxe-validate -l), keeps only the frames between the two
+# HOSTs (the run's two ends: on lo other tests' traffic may be there too,
+# whatever it is) in $WORK/NAME.pcap and runs this build's frame validator
+# on that: it must exit 0.  Its summary (frames, invalid, retransmitted,
+# count per opcode) is printed as notes and kept in
+# $WORK/out/NAME.validate.out for pcap_has.
+pcap_check() {
+	local name=$1 desc=$2 t=$WORK/out/$1.tcpdump dropped filter all lossy=()
+	shift 2
+	sleep 0.3
+	kill -INT "$PCAP_PID" 2>/dev/null || true
+	reap "$PCAP_PID"
+	dropped=$(sed -En 's/^([0-9]+) packets? dropped by kernel$/\1/p' "$t")
+	if [ "$RC" -ne 0 ] || [ -z "$dropped" ]; then
+		fail "$desc: tcpdump exit $RC, no statistics"
+		sed 's/^/#     | /' "$t"
+		return
+	elif [ "$dropped" -eq 0 ]; then
+		pass "$desc: tcpdump captured $(sed -En 's/^([0-9]+) packets? captured$/\1/p' "$t") frames, none dropped"
+	else
+		# tcpdump fell behind (a busy 2-core machine): not urxe's
+		# doing.  Every frame captured is still judged; only the PSN
+		# gaps the lost ones leave are not errors (urxe-validate -l).
+		note "$desc: tcpdump dropped $dropped frames: PSN gaps tolerated (urxe-validate -l)"
+		lossy=(-l)
+	fi
+	if tcpdump -r "$WORK/$name.raw.pcap" -c 1 -nn "greater $((PCAP_SNAPLEN + 1))" \
+		2>/dev/null | grep -q .; then
+		fail "$desc: a frame is longer than the snapshot length $PCAP_SNAPLEN (truncated: the validator would skip it)"
+	else
+		pass "$desc: no frame longer than $PCAP_SNAPLEN bytes (none truncated)"
+	fi
+	if [ $# -ne 2 ] || [ "$1" = "$2" ]; then
+		fail "$desc: not two ends to pick the run's frames by (hosts: '$*')"
+		return
+	fi
+	filter="host $1 and host $2"
+	if ! tcpdump -r "$WORK/$name.raw.pcap" -w "$WORK/$name.pcap" "$filter" \
+		>/dev/null 2>"$WORK/out/$name.filter"; then
+		fail "$desc: tcpdump -r ... '$filter' failed: $(head -n 2 "$WORK/out/$name.filter")"
+		return
+	fi
+	all=$(tcpdump -r "$WORK/$name.raw.pcap" -nn 2>/dev/null | wc -l)
+	note "$desc: $(tcpdump -r "$WORK/$name.pcap" -nn 2>/dev/null | wc -l) of the $all frames captured are between $1 and $2"
+	capture "$name.validate" "$B/tests/urxe-validate" "${lossy[@]}" "$WORK/$name.pcap"
+	if [ "$RC" -eq 0 ]; then
+		pass "$desc: urxe-validate: every RoCEv2 frame is valid"
+	else
+		fail "$desc: urxe-validate exit $RC"
+		head -n 20 "$(err "$name.validate")" | sed 's/^/#     | /'
+	fi
+	sed 's/^/#     validate: /' "$(out "$name.validate")"
+}
+
+# pcap_has NAME DESC HEX...: the validated capture NAME holds at least one
+# frame of one of the opcodes HEX (two digits, "0x04" or "04").
+pcap_has() {
+	local name=$1 desc=$2 ops
+	shift 2
+	ops=$(printf '%s|' "${@#0x}")
+	if grep -Eq "^  0x(${ops%|}) " "$(out "$name.validate")"; then
+		pass "$desc"
+	else
+		fail "$desc: no frame with opcode 0x${ops%|} in $name.pcap"
+	fi
+}
+
+# tx_csum_off NS IFACE: turns transmit checksum offload off on IFACE in
+# namespace NS (root).  A veth never computes an offloaded checksum: frames
+# cross it, and tcpdump records them, with only the pseudo-header sum in the
+# UDP checksum field -- which the validator rightly rejects (IPv6 RoCEv2
+# carries a real UDP checksum).  Without offload the kernel computes it
+# before the frame is seen.  ethtool if installed, else its ioctl from
+# Python (ETHTOOL_STXCSUM through SIOCETHTOOL).
+tx_csum_off() {
+	if command -v ethtool >/dev/null; then
+		ip netns exec "$1" ethtool -K "$2" tx off >/dev/null
+	else
+		ip netns exec "$1" python3 -c '
+import array, fcntl, socket, struct, sys
+cmd = array.array("B", struct.pack("II", 0x17, 0))  # ETHTOOL_STXCSUM, off
+ifr = struct.pack("16sP", sys.argv[1].encode(), cmd.buffer_info()[0])
+fcntl.ioctl(socket.socket(), 0x8946, ifr)  # SIOCETHTOOL
+' "$2"
+	fi
+}
+
+# traffic_turn: waits (300 s at most) for this test's turn at heavy
+# traffic.  Tests that measure bandwidth or capture every frame take turns
+# host-wide (an flock held until the test exits), so that under `ctest -j`
+# on 2 cores one does not starve the other of CPU: a bandwidth floor, or a
+# tcpdump that must keep up, would then fail for no fault of urxe's.
+traffic_turn() {
+	local f=/tmp/urxe-it-traffic.lock start=$SECONDS
+	[ -e "$f" ] || (umask 0 && : >>"$f") 2>/dev/null || true
+	exec {TRAFFIC_FD}<"$f" || die "cannot open $f"
+	flock -w 300 "$TRAFFIC_FD" || die "no turn at traffic within 300 s ($f)"
+	[ $((SECONDS - start)) -eq 0 ] ||
+		note "waited $((SECONDS - start)) s for the other traffic test ($f)"
+}

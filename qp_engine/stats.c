@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The engine's side of the slot's statistics record (netdev/stats.c).  The
+ * engine-wide counters live in the record itself (eng->cnt points there),
+ * bumped as they happen.  Per-QP counters are plain fields of each QP,
+ * bumped under the progress lock, and copied into the record's QP table
+ * here — when the set of QPs or a state changes, and at most every
+ * URXE_STATS_PUBLISH_NS while packets move — so the packet path never
+ * touches the table nor its sequence lock.  Progress lock held.
+ */
+#include <string.h>
+
+#include <urxe/netdev.h>
+
+#include "engine_int.h"
+
+_Static_assert(URXE_CNT__COUNT <= URXE_STATS_COUNTERS,
+	       "the statistics record has room for every counter");
+
+#define QP_COUNTERS (URXE_CNT__COUNT < URXE_STATS_QP_COUNTERS ?	\
+		     URXE_CNT__COUNT : URXE_STATS_QP_COUNTERS)
+
+static uint64_t packets(struct urxe_engine *eng)
+{
+	return atomic_load_explicit(&eng->cnt[URXE_CNT_SENT_PKTS],
+				    memory_order_relaxed) +
+	       atomic_load_explicit(&eng->cnt[URXE_CNT_RCVD_PKTS],
+				    memory_order_relaxed);
+}
+
+void urxe_qpstats_publish(struct urxe_engine *eng)
+{
+	struct urxe_stats_rec *rec = eng->stats;
+	uint32_t i, n;
+
+	if (!rec)
+		return;
+	n = eng->nlive < URXE_STATS_QPS ? eng->nlive : URXE_STATS_QPS;
+	urxe_stats_qps_begin(rec);
+	for (i = 0; i < n; i++) {
+		const struct urxe_eqp *qp = eng->live[i];
+		struct urxe_stats_qp *e = &rec->qps[i];
+
+		e->qpn = qp->qpn;
+		e->type = (uint8_t)qp->type;
+		e->state = (uint8_t)qp->attr.state;
+		memcpy(e->cnt, qp->cnt, QP_COUNTERS * sizeof(e->cnt[0]));
+	}
+	rec->nqps = n;
+	rec->qps_total = eng->nlive;
+	rec->ncounters = URXE_CNT__COUNT;
+	rec->nqp_counters = QP_COUNTERS;
+	urxe_stats_qps_end(rec);
+	eng->stats_mark = packets(eng);
+	eng->stats_due = 0;
+}
+
+void urxe_qpstats_tick(struct urxe_engine *eng)
+{
+	uint64_t now;
+
+	if (!eng->stats ||
+	    (!eng->stats_due && packets(eng) == eng->stats_mark))
+		return;		/* the idle (busy-polling) path: two loads */
+	now = urxe_now(eng);
+	if (eng->stats_due && now >= eng->stats_due) {
+		urxe_qpstats_publish(eng);
+		return;
+	}
+	if (eng->stats_due)
+		return;
+	/*
+	 * Packets moved since the last publish: publish once the period is
+	 * over, even if nothing calls in by then — the deadline wakes the
+	 * engine thread (run_timers keeps it in the hint).
+	 */
+	eng->stats_due = now + URXE_STATS_PUBLISH_NS;
+	if (eng->stats_due < atomic_load_explicit(&eng->deadline_hint,
+						  memory_order_relaxed)) {
+		atomic_store_explicit(&eng->deadline_hint, eng->stats_due,
+				      memory_order_relaxed);
+		atomic_store(&eng->timer_moved, true);
+	}
+}

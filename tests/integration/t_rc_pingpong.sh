@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# t_rc_pingpong BUILD_DIR: two processes exchange RC SENDs through urxe.
+# Debian's unmodified ibv_rc_pingpong, server and client, run as an
+# ordinary user: messages of 1 B, 4 KiB, 64 KiB and 1 MiB, each once with
+# -c (the server checks the data) and once with -c -e (completion events
+# instead of polling); both ends must exit 0 and the server must find no
+# invalid data.
+#   (a) on loopback: rxe0 on lo, GID index 0 (each process its own
+#       ::ffff:127.x.y.z);
+#   (b) across two network namespaces joined by a veth pair (root only):
+#       rxe0 on vethA (198.18.0.1) and on vethB (198.18.0.2), GID index 1,
+#       the IPv4 entry; one more run over the IPv6 GID (2001:db8::).
+# tcpdump records every run into a file of its own (on lo, or on vethA in
+# namespace A), and the project's frame validator must accept every frame.
+# Without root (b) and the captures are skipped; (a) still runs.  Heavy
+# traffic: it takes turns with the other such tests (traffic_turn).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/integration/lib.sh
+. "$HERE/lib.sh"
+command -v ibv_rc_pingpong >/dev/null || skip "no ibv_rc_pingpong (ibverbs-utils)"
+urxe_it_init "$@"
+# shellcheck disable=SC2119 # no namespace: the host's
+assert_lib_loaded
+traffic_turn
+
+T_LIMIT=30		# per program
+ROOT=0
+[ "$(id -u)" -ne 0 ] || ROOT=1
+PCAP=$ROOT
+command -v tcpdump >/dev/null || PCAP=0
+[ "$PCAP" -eq 1 ] || note "captures skipped: they need root and tcpdump"
+LIB="LD_LIBRARY_PATH=$B/lib"
+# SIZE:ITERATIONS
+RUNS=(1:50 4096:50 65536:50 1048576:10)
+
+# reports DESC NAME RC BYTES ITERS: run NAME (exit RC) printed "BYTES bytes
+# in ..." and "ITERS iters in ...".
+reports() {
+	if grep -q "^$4 bytes in " "$(out "$2")" &&
+	   grep -q "^$5 iters in " "$(out "$2")"; then
+		pass "$1 reports $5 iterations, $4 bytes"
+	else
+		fail "$1 does not report $5 iterations, $4 bytes"
+		show "$2" "$3"
+	fi
+}
+
+# pp WHERE SIZE ITERS FLAGS: one server/client run; WHERE is lo, ns4 or
+# ns6.  Checks both exit codes, the server's data check, what each end
+# says about the transfer and the peer's GID, and the capture.
+pp() {
+	local where=$1 size=$2 n=$3 flags=$4 port name desc srv cli host gidx \
+		srv_gid cli_gid iface pns="" bytes
+	local -a fl hosts
+	read -ra fl <<<"$flags"
+	next_port port
+	name="${where}_${size}${flags// /}"
+	case $where in
+	lo)
+		srv=(as_user) cli=(as_user) host=localhost gidx=0 iface=lo
+		srv_gid='::ffff:127\.[0-9]+\.[0-9]+\.[0-9]+' cli_gid=$srv_gid
+		;;
+	ns4 | ns6)
+		srv=(ns_user "$A" "URXE_DEVICES=rxe0 netdev vethA")
+		cli=(ns_user "$NB" "URXE_DEVICES=rxe0 netdev vethB")
+		host=198.18.0.1 iface=vethA pns=$A
+		if [ "$where" = ns4 ]; then
+			gidx=1 srv_gid='::ffff:198\.18\.0\.1' cli_gid='::ffff:198\.18\.0\.2'
+		else
+			gidx=2 srv_gid='2001:db8::1' cli_gid='2001:db8::2'
+		fi
+		;;
+	esac
+	desc="$where: ibv_rc_pingpong -g $gidx -s $size -n $n $flags"
+	[ "$PCAP" -eq 0 ] || pcap_start "pp_$name" "$iface" "$pns"
+	local args=(ibv_rc_pingpong -d rxe0 -g "$gidx" -p "$port" -s "$size"
+		    -n "$n" "${fl[@]}")
+	if ! serve "$name.srv" "$port" "${srv[@]}" URXE_LOG=debug "$LIB" "${args[@]}"; then
+		reap "$BG_PID"
+		fail "$desc: the server did not start listening on TCP $port"
+		show "$name.srv"
+		[ "$PCAP" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+		return
+	fi
+	local spid=$BG_PID
+	capture "$name.cli" "${cli[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host"
+	local crc=$RC
+	reap "$spid"
+	local src=$RC
+	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
+		pass "$desc: server and client exit 0"
+	else
+		fail "$desc: server exit $src, client exit $crc"
+		show "$name.srv" "$src"
+		show "$name.cli" "$crc"
+	fi
+	# rc_pingpong's -c: the server checks every page of the buffer and
+	# prints "invalid data in page N" for each bad one.
+	if ! grep -qi 'invalid data' "$(out "$name.srv")" "$(err "$name.srv")"; then
+		pass "$desc: the server's data check finds no invalid data"
+	else
+		fail "$desc: the server reports invalid data"
+		show "$name.srv" "$src"
+	fi
+	# "409600 bytes in 0.14 seconds = ..." and "50 iters in ...": n
+	# iterations each way.
+	bytes=$((2 * size * n))
+	reports "$desc: the client" "$name.cli" "$crc" "$bytes" "$n"
+	reports "$desc: the server" "$name.srv" "$src" "$bytes" "$n"
+	expect_match "$desc: the client's peer is the server's GID $srv_gid" \
+		"$name.cli" "^  remote address: .* GID $srv_gid\$"
+	expect_match "$desc: the server's peer is the client's GID $cli_gid" \
+		"$name.srv" "^  remote address: .* GID $cli_gid\$"
+	if [ "$PCAP" -eq 1 ]; then
+		mapfile -t hosts < <(gid_hosts "$name.srv" "$name.cli")
+		pcap_check "pp_$name" "$desc" "${hosts[@]}"
+		pcap_has "pp_$name" "$desc: the capture holds RC SENDs" 00 01 02 03 04 05
+		pcap_has "pp_$name" "$desc: the capture holds RC ACKs" 11
+	fi
+}
+
+# --- (a) loopback ------------------------------------------------------------
+
+for r in "${RUNS[@]}"; do
+	for f in "-c" "-c -e"; do
+		pp lo "${r%:*}" "${r#*:}" "$f"
+	done
+done
+
+# --- (b) two namespaces over a veth pair --------------------------------------
+
+if [ "$ROOT" -eq 0 ] || ! command -v ip >/dev/null; then
+	note "SKIP the namespace part: network namespaces need root and ip"
+	finish
+fi
+ns_add A a
+ns_add NB b
+ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
+ip -n "$A" addr add 198.18.0.1/24 dev vethA
+ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
+ip -n "$NB" addr add 198.18.0.2/24 dev vethB
+ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
+ip -n "$A" link set vethA up
+ip -n "$NB" link set vethB up
+# So that the IPv6 frames tcpdump records carry their real UDP checksums.
+tx_csum_off "$A" vethA
+tx_csum_off "$NB" vethB
+assert_lib_loaded "$A"
+
+# GID[1] must be the IPv4 address, GID[2] the IPv6 one: the indexes used.
+capture devinfoA ns_user "$A" "URXE_DEVICES=rxe0 netdev vethA" "$LIB" ibv_devinfo -v
+capture devinfoB ns_user "$NB" "URXE_DEVICES=rxe0 netdev vethB" "$LIB" ibv_devinfo -v
+check "in A, GID[1] is ::ffff:198.18.0.1 (got '$(gid_at devinfoA 1)')" \
+	test "$(gid_at devinfoA 1)" = ::ffff:198.18.0.1
+check "in B, GID[1] is ::ffff:198.18.0.2 (got '$(gid_at devinfoB 1)')" \
+	test "$(gid_at devinfoB 1)" = ::ffff:198.18.0.2
+check "in A, GID[2] is 2001:db8::1 (got '$(gid_at devinfoA 2)')" \
+	test "$(gid_at devinfoA 2)" = 2001:db8::1
+check "in B, GID[2] is 2001:db8::2 (got '$(gid_at devinfoB 2)')" \
+	test "$(gid_at devinfoB 2)" = 2001:db8::2
+
+for r in "${RUNS[@]}"; do
+	for f in "-c" "-c -e"; do
+		pp ns4 "${r%:*}" "${r#*:}" "$f"
+	done
+done
+pp ns6 65536 20 "-c"
+
+finish
