@@ -112,15 +112,24 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	rc = refresh_locked(dev);
 	if (rc)
 		goto err_slot;
+	/* Statistics are for people: without them the device still works. */
+	rc = urxe_stats_attach(desc->rundir, &dev->slot, desc->name,
+			       desc->netdev, &dev->stats);
+	if (rc)
+		urxe_warn("%s: no shared counters (%s/%s: %s); `urxe stats` will not see this instance",
+			  desc->name, desc->rundir, URXE_STATS_FILE,
+			  strerror(-rc));
 	rc = urxe_dev_transport_init(dev);
 	if (rc)
-		goto err_slot;
+		goto err_stats;
 	dev->refcnt = 1;
 	urxe_dbg("%s: instance on %s, slot %u", desc->name, desc->netdev,
 		 dev->slot.index);
 	*out = dev;
 	return 0;
 
+err_stats:
+	urxe_stats_detach(dev->stats);
 err_slot:
 	urxe_slot_release(&dev->slot);
 err_free:
@@ -170,6 +179,8 @@ void urxe_dev_put(struct urxe_dev *dev)
 	}
 	pthread_mutex_unlock(&instances_lock);
 	urxe_dev_transport_fini(dev);
+	/* Detached before the slot goes: the next claimant zeroes the record. */
+	urxe_stats_detach(dev->stats);
 	urxe_slot_release(&dev->slot);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
@@ -192,6 +203,8 @@ void urxe_dev_after_fork_child(void)
 		if (dev->slot.fd >= 0)
 			close(dev->slot.fd);
 		dev->slot.fd = -1;
+		/* The counters are the parent's: nothing here may add to them. */
+		urxe_stats_forget(dev->stats);
 		/* The parent owns the sockets; the engine thread stayed there. */
 		if (dev->udp)
 			urxe_udp_close(dev->udp);

@@ -259,6 +259,7 @@ int urxe_dev_transport_init(struct urxe_dev *dev)
 		.gid0 = dev->gids[0],
 		.ops = &dev_ops,
 		.priv = dev,
+		.stats = dev->stats,
 	};
 
 	pthread_mutex_init(&dev->bind_lock, NULL);

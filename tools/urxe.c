@@ -4,6 +4,7 @@
  *   urxe dev show [NAME]
  *   urxe dev add NAME netdev IF [backend udp|packet]
  *   urxe dev del NAME
+ *   urxe stats [--qp] [--all] [NAME]
  *   urxe run [--] PROGRAM [ARGS...]
  * Devices are configured like `rdma link add`; interfaces resolve in the
  * network namespace of the program that opens the device.
@@ -19,19 +20,23 @@
 
 #include <urxe/engine.h>
 
+#include "cli.h"
 #include "core.h"
 
 static const char usage[] =
 	"usage: urxe dev show [NAME]\n"
 	"       urxe dev add NAME netdev IF [backend udp|packet]\n"
 	"       urxe dev del NAME\n"
+	"       urxe stats [--qp] [--all] [NAME]\n"
 	"       urxe run [--] PROGRAM [ARGS...]\n"
 	"       urxe --help\n"
 	"\n"
 	"Devices come from URXE_DEVICES, else the file URXE_CONFIG names, else\n"
 	"$XDG_CONFIG_HOME/urxe/devices.conf (~/.config/urxe/devices.conf), else\n"
 	"/etc/urxe/devices.conf; with none, rxe0 on lo.  `dev add`/`dev del` edit\n"
-	"URXE_CONFIG or the user's file.  `run` starts PROGRAM with this build's\n"
+	"URXE_CONFIG or the user's file.  `stats` sums the counters of the device\n"
+	"instances open on this host per device (--qp: per instance and QP too;\n"
+	"--all: exited instances as well).  `run` starts PROGRAM with this build's\n"
 	"libibverbs.so.1 first on LD_LIBRARY_PATH.\n";
 
 static int fail(const char *fmt, const char *arg)
@@ -247,6 +252,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "stats"))
+		return urxe_cli_stats(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "dev")) {
 		if (argc < 3 || !strcmp(argv[2], "show"))
 			return cmd_dev_show(argc > 3 ? argc - 3 : 0, argv + 3);
