@@ -543,9 +543,18 @@ static void run_timers(struct urxe_engine *eng)
 /* Progress lock held: do everything flagged, then drain the sockets. */
 static int progress_locked(struct urxe_engine *eng)
 {
-	int did = 0, n;
+	int did = 0, n, rounds = 0;
 
 	do {
+		/*
+		 * Bounded: with both ends of a connection in this process,
+		 * traffic could keep the holder here for ever, away from its
+		 * application.  Leftover work stays flagged for the next one.
+		 */
+		if (++rounds > 16) {
+			atomic_store(&eng->work, true);
+			break;
+		}
 		atomic_store(&eng->work, false);
 		run_pending(eng);
 		/* Input first: a late ACK waiting in the socket is not a loss. */

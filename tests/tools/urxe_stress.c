@@ -8,6 +8,7 @@
  * helgrind, it must be clean; run anywhere, it must finish on time.
  *
  * usage: urxe_stress [-p pairs] [-n messages] [-s size] [-t seconds]
+ *                    [-T local ACK timeout exponent, default 14]
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -45,6 +46,7 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid gid;
 static int nmsg = 2000, size = 3000;
+static int ack_timeout = 14;	/* -T: slow (sanitized) builds want more */
 static atomic_int failed;
 
 static void die(const char *what)
@@ -108,7 +110,7 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dqpn)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 1000;
-	a.timeout = 14;
+	a.timeout = (uint8_t)ack_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
@@ -265,14 +267,15 @@ int main(int argc, char **argv)
 	int npairs = 4, limit = 120, i, c, j;
 	pthread_t wd;
 
-	while ((c = getopt(argc, argv, "p:n:s:t:")) != -1) {
+	while ((c = getopt(argc, argv, "p:n:s:t:T:")) != -1) {
 		switch (c) {
 		case 'p': npairs = atoi(optarg); break;
 		case 'n': nmsg = atoi(optarg); break;
 		case 's': size = atoi(optarg); break;
 		case 't': limit = atoi(optarg); break;
+		case 'T': ack_timeout = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: urxe_stress [-p pairs] [-n messages] [-s size] [-t seconds]\n");
+			fprintf(stderr, "usage: urxe_stress [-p pairs] [-n messages] [-s size] [-t seconds] [-T timeout]\n");
 			return 2;
 		}
 	}
