@@ -94,28 +94,83 @@ static int size_file(int fd)
 	return 0;
 }
 
+/*
+ * Shared-memory accesses.  Every store into a record is a release and
+ * every load an acquire (no fences: ThreadSanitizer and the C11 model
+ * both understand these): a reader whose load sees any store of a writer
+ * also sees everything that writer stored before it — the cleared magic
+ * of a claim, the odd sequence count of a table update — so its checks
+ * after the loads catch a record that changed under it.
+ */
+#define put_rel(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define get_acq(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+
+static void put_bytes(char *dst, const char *src, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		put_rel(&dst[i], src[i]);
+}
+
+static void get_bytes(char *dst, const char *src, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = get_acq(&src[i]);
+}
+
+static void put_qp(struct urxe_stats_qp *d, const struct urxe_stats_qp *s)
+{
+	unsigned int i;
+
+	put_rel(&d->qpn, s->qpn);
+	put_rel(&d->type, s->type);
+	put_rel(&d->state, s->state);
+	for (i = 0; i < URXE_STATS_QP_COUNTERS; i++)
+		put_rel(&d->cnt[i], s->cnt[i]);
+}
+
+static void get_qp(struct urxe_stats_qp *d, const struct urxe_stats_qp *s)
+{
+	unsigned int i;
+
+	memset(d, 0, sizeof(*d));
+	d->qpn = get_acq(&s->qpn);
+	d->type = get_acq(&s->type);
+	d->state = get_acq(&s->state);
+	for (i = 0; i < URXE_STATS_QP_COUNTERS; i++)
+		d->cnt[i] = get_acq(&s->cnt[i]);
+}
+
 /* A new claim: hide the old header, zero everything, then publish. */
 static void rec_claim(struct urxe_stats_rec *rec, unsigned int slot,
 		      const char *dev, const char *netdev)
 {
-	uint32_t gen = rec->generation;
+	static const struct urxe_stats_qp zero_qp;
+	char name[sizeof(rec->dev)] = "", ifname[sizeof(rec->netdev)] = "";
+	uint32_t gen = get_acq(&rec->generation);
 	unsigned int i;
 
 	atomic_store_explicit(&rec->magic, 0, memory_order_release);
-	atomic_thread_fence(memory_order_seq_cst);
-	atomic_store_explicit(&rec->seq, 0, memory_order_relaxed);
 	for (i = 0; i < URXE_STATS_COUNTERS; i++)
-		atomic_store_explicit(&rec->counters[i], 0, memory_order_relaxed);
-	memset(rec->qps, 0, sizeof(rec->qps));
-	rec->nqps = rec->qps_total = 0;
-	rec->ncounters = rec->nqp_counters = 0;
-	memset(rec->reserved, 0, sizeof(rec->reserved));
-	rec->generation = gen + 1;
-	rec->pid = (int32_t)getpid();
-	rec->slot = slot;
-	rec->claimed_s = (uint64_t)time(NULL);
-	snprintf(rec->dev, sizeof(rec->dev), "%s", dev);
-	snprintf(rec->netdev, sizeof(rec->netdev), "%s", netdev);
+		atomic_store_explicit(&rec->counters[i], 0, memory_order_release);
+	for (i = 0; i < URXE_STATS_QPS; i++)
+		put_qp(&rec->qps[i], &zero_qp);
+	put_rel(&rec->nqps, 0);
+	put_rel(&rec->qps_total, 0);
+	put_rel(&rec->ncounters, 0);
+	put_rel(&rec->nqp_counters, 0);
+	atomic_store_explicit(&rec->seq, 0, memory_order_release);
+	put_rel(&rec->generation, gen + 1);
+	put_rel(&rec->pid, (int32_t)getpid());
+	put_rel(&rec->slot, slot);
+	put_rel(&rec->claimed_s, (uint64_t)time(NULL));
+	snprintf(name, sizeof(name), "%s", dev);
+	snprintf(ifname, sizeof(ifname), "%s", netdev);
+	put_bytes(rec->dev, name, sizeof(name));
+	put_bytes(rec->netdev, ifname, sizeof(ifname));
 	atomic_store_explicit(&rec->magic, URXE_STATS_MAGIC, memory_order_release);
 }
 
@@ -172,16 +227,32 @@ void urxe_stats_forget(struct urxe_stats_rec *rec)
 			  strerror(errno));
 }
 
-void urxe_stats_qps_begin(struct urxe_stats_rec *rec)
+void urxe_stats_shape(struct urxe_stats_rec *rec, unsigned int ncounters,
+		      unsigned int nqp_counters)
 {
-	atomic_fetch_add_explicit(&rec->seq, 1, memory_order_relaxed);
-	/* The odd count is visible before any entry changes. */
-	atomic_thread_fence(memory_order_release);
+	put_rel(&rec->ncounters, (uint16_t)ncounters);
+	put_rel(&rec->nqp_counters, (uint16_t)nqp_counters);
 }
 
-void urxe_stats_qps_end(struct urxe_stats_rec *rec)
+void urxe_stats_qps_begin(struct urxe_stats_rec *rec)
 {
-	/* Every entry is written before the count is even again. */
+	/* Odd: the entries' release stores that follow are ordered after. */
+	atomic_fetch_add_explicit(&rec->seq, 1, memory_order_relaxed);
+}
+
+void urxe_stats_qp_put(struct urxe_stats_rec *rec, unsigned int i,
+		       const struct urxe_stats_qp *e)
+{
+	if (i < URXE_STATS_QPS)
+		put_qp(&rec->qps[i], e);
+}
+
+void urxe_stats_qps_end(struct urxe_stats_rec *rec, unsigned int n,
+			unsigned int total)
+{
+	put_rel(&rec->nqps, n < URXE_STATS_QPS ? n : URXE_STATS_QPS);
+	put_rel(&rec->qps_total, total);
+	/* Even again, after every entry. */
 	atomic_fetch_add_explicit(&rec->seq, 1, memory_order_release);
 }
 
@@ -201,20 +272,21 @@ int urxe_stats_open(const char *rundir)
 static bool read_qps(const struct urxe_stats_rec *rec,
 		     struct urxe_stats_snap *out)
 {
-	uint32_t s1, s2;
-	int i;
+	unsigned int i;
+	uint32_t s1;
+	int tries;
 
-	for (i = 0; i < READ_TRIES; i++) {
+	for (tries = 0; tries < READ_TRIES; tries++) {
 		s1 = atomic_load_explicit(&rec->seq, memory_order_acquire);
 		if (!(s1 & 1)) {
-			out->nqps = rec->nqps;
-			out->qps_total = rec->qps_total;
+			out->nqps = get_acq(&rec->nqps);
+			out->qps_total = get_acq(&rec->qps_total);
 			if (out->nqps > URXE_STATS_QPS)
 				out->nqps = URXE_STATS_QPS;
-			memcpy(out->qps, rec->qps, out->nqps * sizeof(out->qps[0]));
-			atomic_thread_fence(memory_order_acquire);
-			s2 = atomic_load_explicit(&rec->seq, memory_order_relaxed);
-			if (s1 == s2)
+			for (i = 0; i < out->nqps; i++)
+				get_qp(&out->qps[i], &rec->qps[i]);
+			/* The acquires above keep this load after them. */
+			if (atomic_load_explicit(&rec->seq, memory_order_relaxed) == s1)
 				return true;
 		}
 		sched_yield();
@@ -229,18 +301,20 @@ static bool read_header(const struct urxe_stats_rec *rec,
 	if (atomic_load_explicit(&rec->magic, memory_order_acquire) !=
 	    URXE_STATS_MAGIC)
 		return false;
-	out->generation = rec->generation;
-	out->pid = rec->pid;
-	out->slot = rec->slot;
-	out->claimed_s = rec->claimed_s;
-	memcpy(out->dev, rec->dev, sizeof(out->dev));
+	out->generation = get_acq(&rec->generation);
+	out->pid = get_acq(&rec->pid);
+	out->slot = get_acq(&rec->slot);
+	out->claimed_s = get_acq(&rec->claimed_s);
+	get_bytes(out->dev, rec->dev, sizeof(out->dev));
 	out->dev[sizeof(out->dev) - 1] = '\0';
-	memcpy(out->netdev, rec->netdev, sizeof(out->netdev));
+	get_bytes(out->netdev, rec->netdev, sizeof(out->netdev));
 	out->netdev[sizeof(out->netdev) - 1] = '\0';
-	out->ncounters = rec->ncounters < URXE_STATS_COUNTERS ?
-			 rec->ncounters : URXE_STATS_COUNTERS;
-	out->nqp_counters = rec->nqp_counters < URXE_STATS_QP_COUNTERS ?
-			    rec->nqp_counters : URXE_STATS_QP_COUNTERS;
+	out->ncounters = get_acq(&rec->ncounters);
+	if (out->ncounters > URXE_STATS_COUNTERS)
+		out->ncounters = URXE_STATS_COUNTERS;
+	out->nqp_counters = get_acq(&rec->nqp_counters);
+	if (out->nqp_counters > URXE_STATS_QP_COUNTERS)
+		out->nqp_counters = URXE_STATS_QP_COUNTERS;
 	return true;
 }
 
@@ -273,11 +347,11 @@ int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out)
 	}
 	for (i = 0; i < out->ncounters; i++)
 		out->counters[i] = atomic_load_explicit(&rec->counters[i],
-							memory_order_relaxed);
+							memory_order_acquire);
 	read_qps(rec, out);
 	/* Claimed again while we read: the figures may mix two instances. */
 	if (atomic_load_explicit(&rec->magic, memory_order_acquire) !=
-	    URXE_STATS_MAGIC || rec->generation != out->generation)
+	    URXE_STATS_MAGIC || get_acq(&rec->generation) != out->generation)
 		rc = -ENOENT;
 out:
 	urxe_stats_detach((struct urxe_stats_rec *)rec);

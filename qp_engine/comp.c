@@ -67,6 +67,17 @@ static void retire(struct urxe_eqp *qp)
 		atomic_store_explicit(&qp->sq.cons, qp->sq_comp,
 				      memory_order_release);
 	}
+	/*
+	 * Late answers (READ responses, an atomic ACK) can finish the very WQE
+	 * a rewind sent the requester back to: it resumes after it, with the
+	 * PSNs the WQEs after it had.  Never leave sq_next behind sq_comp.
+	 */
+	if ((int32_t)(qp->sq_comp - qp->sq_next) > 0) {
+		struct urxe_send_wqe *last = urxe_wq_slot(&qp->sq, qp->sq_comp - 1);
+
+		qp->sq_next = qp->sq_comp;
+		qp->psn = urxe_psn_add(last->last_psn, 1);
+	}
 }
 
 void urxe_comp_send(struct urxe_eqp *qp, struct urxe_send_wqe *wqe,

@@ -227,6 +227,11 @@ static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		uint8_t *dst;
 
 		urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
+		/* A WRITE cut short by a new one: its target's reference goes. */
+		if (qp->wr_mem) {
+			urxe_mem_put(qp->wr_mem);
+			qp->wr_mem = NULL;
+		}
 		/* RDMA WRITE with immediate consumes a receive: check first. */
 		if ((oi->flags & URXE_F_IMM) && !rq_head(qp))
 			return -EAGAIN;

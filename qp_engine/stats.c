@@ -31,26 +31,25 @@ static uint64_t packets(struct urxe_engine *eng)
 void urxe_qpstats_publish(struct urxe_engine *eng)
 {
 	struct urxe_stats_rec *rec = eng->stats;
+	struct urxe_stats_qp e;
 	uint32_t i, n;
 
 	if (!rec)
 		return;
 	n = eng->nlive < URXE_STATS_QPS ? eng->nlive : URXE_STATS_QPS;
+	memset(&e, 0, sizeof(e));
+	urxe_stats_shape(rec, URXE_CNT__COUNT, QP_COUNTERS);
 	urxe_stats_qps_begin(rec);
 	for (i = 0; i < n; i++) {
 		const struct urxe_eqp *qp = eng->live[i];
-		struct urxe_stats_qp *e = &rec->qps[i];
 
-		e->qpn = qp->qpn;
-		e->type = (uint8_t)qp->type;
-		e->state = (uint8_t)qp->attr.state;
-		memcpy(e->cnt, qp->cnt, QP_COUNTERS * sizeof(e->cnt[0]));
+		e.qpn = qp->qpn;
+		e.type = (uint8_t)qp->type;
+		e.state = (uint8_t)qp->attr.state;
+		memcpy(e.cnt, qp->cnt, QP_COUNTERS * sizeof(e.cnt[0]));
+		urxe_stats_qp_put(rec, i, &e);
 	}
-	rec->nqps = n;
-	rec->qps_total = eng->nlive;
-	rec->ncounters = URXE_CNT__COUNT;
-	rec->nqp_counters = QP_COUNTERS;
-	urxe_stats_qps_end(rec);
+	urxe_stats_qps_end(rec, n, eng->nlive);
 	eng->stats_mark = packets(eng);
 	eng->stats_due = 0;
 }

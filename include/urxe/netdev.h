@@ -159,9 +159,18 @@ void urxe_stats_detach(struct urxe_stats_rec *rec);
  */
 void urxe_stats_forget(struct urxe_stats_rec *rec);
 
-/* The writer's side of the QP table's seqlock: begin, fill, end. */
+/*
+ * The writer's side.  urxe_stats_shape() says how many counters (and per
+ * QP) the writer uses.  The QP table is rewritten as a whole: begin, put
+ * entries 0..@n-1, end with @n and the QPs that exist (@total >= @n).
+ */
+void urxe_stats_shape(struct urxe_stats_rec *rec, unsigned int ncounters,
+		      unsigned int nqp_counters);
 void urxe_stats_qps_begin(struct urxe_stats_rec *rec);
-void urxe_stats_qps_end(struct urxe_stats_rec *rec);
+void urxe_stats_qp_put(struct urxe_stats_rec *rec, unsigned int i,
+		       const struct urxe_stats_qp *e);
+void urxe_stats_qps_end(struct urxe_stats_rec *rec, unsigned int n,
+			unsigned int total);
 
 /* Opens <rundir>/counters to read: an fd, or -ENOENT if there is none. */
 int urxe_stats_open(const char *rundir);

@@ -342,22 +342,23 @@ START_TEST(claim_zeroes)
 	ck_assert_uint_eq(s.nqps, 0);
 
 	/* The instance writes; a reader sees it. */
-	ra->ncounters = 3;
+	urxe_stats_shape(ra, 3, 1);
 	atomic_store(&ra->counters[2], 42);
 	atomic_store(&rb->counters[0], 7);
-	rb->ncounters = 1;
+	urxe_stats_shape(rb, 1, 1);
 	urxe_stats_qps_begin(ra);
-	ra->qps[0].qpn = 0x4001;
-	ra->qps[0].type = IBV_QPT_RC;
-	ra->qps[0].state = IBV_QPS_RTS;
-	ra->qps[0].cnt[0] = 9;
-	ra->nqps = ra->qps_total = 1;
-	urxe_stats_qps_end(ra);
+	urxe_stats_qp_put(ra, 0, &(struct urxe_stats_qp){
+		.qpn = 0x4001, .type = IBV_QPT_RC, .state = IBV_QPS_RTS,
+		.cnt = { 9 } });
+	urxe_stats_qps_end(ra, 1, 5);
 	ck_assert_int_eq(read_rec(a.index, &s), 0);
 	ck_assert_uint_eq(s.ncounters, 3);
 	ck_assert_uint_eq(s.counters[2], 42);
 	ck_assert_uint_eq(s.nqps, 1);
+	ck_assert_uint_eq(s.qps_total, 5);
+	ck_assert_uint_eq(s.nqp_counters, 1);
 	ck_assert_uint_eq(s.qps[0].qpn, 0x4001);
+	ck_assert_uint_eq(s.qps[0].type, IBV_QPT_RC);
 	ck_assert_uint_eq(s.qps[0].state, IBV_QPS_RTS);
 	ck_assert_uint_eq(s.qps[0].cnt[0], 9);
 
@@ -401,14 +402,14 @@ START_TEST(torn_table)
 
 	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &a), 0);
 	ck_assert_int_eq(urxe_stats_attach(sb.rundir, &a, "rxe0", "lo", &r), 0);
-	r->ncounters = 1;
+	urxe_stats_shape(r, 1, 1);
 	atomic_store(&r->counters[0], 5);
 	urxe_stats_qps_begin(r);
-	r->nqps = r->qps_total = 1;
+	urxe_stats_qp_put(r, 0, &(struct urxe_stats_qp){ .qpn = 0x4002 });
 	ck_assert_int_eq(read_rec(a.index, &s), 0);
 	ck_assert_uint_eq(s.counters[0], 5);
 	ck_assert_uint_eq(s.nqps, 0);
-	urxe_stats_qps_end(r);
+	urxe_stats_qps_end(r, 1, 1);
 	ck_assert_int_eq(read_rec(a.index, &s), 0);
 	ck_assert_uint_eq(s.nqps, 1);
 	urxe_stats_detach(r);
@@ -426,7 +427,7 @@ START_TEST(fork_child_private)
 
 	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &a), 0);
 	ck_assert_int_eq(urxe_stats_attach(sb.rundir, &a, "rxe0", "lo", &r), 0);
-	r->ncounters = 1;
+	urxe_stats_shape(r, 1, 1);
 	atomic_store(&r->counters[0], 5);
 	pid = tu_fork(10);
 	ck_assert_int_ge(pid, 0);
@@ -434,7 +435,8 @@ START_TEST(fork_child_private)
 		urxe_stats_forget(r);
 		/* Still mapped at the same place: a stray count cannot crash. */
 		atomic_store(&r->counters[0], 999);
-		r->nqps = 3;
+		urxe_stats_qps_begin(r);
+		urxe_stats_qps_end(r, 3, 3);
 		urxe_stats_detach(r);
 		_exit(0);
 	}
