@@ -127,7 +127,7 @@ static uint32_t occurrence(struct urxe_faults *f, uint64_t key)
 			break;
 	}
 	if (i == OCC_PROBES) {
-		o = &f->occ[(h + f->evict++) % OCC_SLOTS];
+		o = &f->occ[(h + f->evict++ % OCC_PROBES) % OCC_SLOTS];
 		o->count = 0;
 	}
 	if (o->key != key) {

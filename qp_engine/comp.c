@@ -33,13 +33,17 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 	}
 }
 
-static void push_send_cqe(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
+/*
+ * Retires the WQE at the head: its completion is built, its slot freed,
+ * then the completion published -- an application that polls it may post
+ * into that slot at once (the send queue must not look full then).
+ */
+static void retire_head(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 {
+	bool report = wqe->status != IBV_WC_SUCCESS || qp->sq_sig_all ||
+		      (wqe->send_flags & IBV_SEND_SIGNALED);
 	struct ibv_wc wc;
 
-	if (wqe->status == IBV_WC_SUCCESS && !qp->sq_sig_all &&
-	    !(wqe->send_flags & IBV_SEND_SIGNALED))
-		return;
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = wqe->wr_id;
 	wc.status = wqe->status;
@@ -49,7 +53,11 @@ static void push_send_cqe(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 		wc.byte_len = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 			      wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
 			      8 : wqe->length;
-	urxe_cq_push(qp->scq, &wc, false);
+	qp->last_retired_psn = wqe->last_psn;
+	qp->sq_comp++;
+	atomic_store_explicit(&qp->sq.cons, qp->sq_comp, memory_order_release);
+	if (report)
+		urxe_cq_push(qp->scq, &wc, false);
 }
 
 /* Reports, in order, every finished WQE at the head of the queue. */
@@ -62,10 +70,7 @@ static void retire(struct urxe_eqp *qp)
 
 		if (wqe->state != URXE_WQE_DONE)
 			break;
-		push_send_cqe(qp, wqe);
-		qp->sq_comp++;
-		atomic_store_explicit(&qp->sq.cons, qp->sq_comp,
-				      memory_order_release);
+		retire_head(qp, wqe);
 	}
 	/*
 	 * Late answers (READ responses, an atomic ACK) can finish the very WQE
@@ -73,10 +78,9 @@ static void retire(struct urxe_eqp *qp)
 	 * PSNs the WQEs after it had.  Never leave sq_next behind sq_comp.
 	 */
 	if ((int32_t)(qp->sq_comp - qp->sq_next) > 0) {
-		struct urxe_send_wqe *last = urxe_wq_slot(&qp->sq, qp->sq_comp - 1);
-
+		/* (the slot is free already: its PSN was noted before) */
 		qp->sq_next = qp->sq_comp;
-		qp->psn = urxe_psn_add(last->last_psn, 1);
+		qp->psn = urxe_psn_add(qp->last_retired_psn, 1);
 	}
 }
 
@@ -170,8 +174,21 @@ static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
 	while (qp->sq_comp != qp->sq_next) {
 		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
 
-		/* READs and atomics complete with their responses only. */
-		if (is_rd_atomic(wqe) || urxe_psn_before(psn, wqe->last_psn))
+		/*
+		 * READs and atomics complete with their responses only, and
+		 * nothing acknowledges past one still unanswered (IBA 9.7.5.1.4):
+		 * a later response means its answer was lost.
+		 */
+		if (is_rd_atomic(wqe)) {
+			uint32_t lim = urxe_psn_add(wqe->first_psn,
+				wqe->opcode == IBV_WR_RDMA_READ ?
+				wqe->rcvd / urxe_qp_mtu(qp) : 0);
+
+			if (urxe_psn_before(lim, next))
+				next = lim;
+			break;
+		}
+		if (urxe_psn_before(psn, wqe->last_psn))
 			break;
 		urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	}
@@ -282,8 +299,12 @@ static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	/* Responses imply the ACK of everything before the READ. */
 	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
 		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
-	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp)) {
+		/* implied NAK: an earlier READ/atomic lost its answer */
+		urxe_req_rewind(qp, qp->acked_psn);
+		urxe_qp_schedule(qp);
 		return;
+	}
 	expect = urxe_psn_add(wqe->first_psn, wqe->rcvd / mtu);
 	if (bth->psn != expect) {
 		if (urxe_psn_before(expect, bth->psn)) {
@@ -335,8 +356,12 @@ static void atomic_ack(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return;
 	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
 		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
-	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp)) {
+		/* implied NAK: an earlier READ/atomic lost its answer */
+		urxe_req_rewind(qp, qp->acked_psn);
+		urxe_qp_schedule(qp);
 		return;
+	}
 	/* The original value lands in local memory in host order. */
 	orig = urxe_get64(pkt + oi->off[URXE_HDR_ATMACK]);
 	if (urxe_sge_copy_in(qp->eng, qp->pd, wqe->sge, wqe->num_sge, 0,
@@ -372,6 +397,14 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return;
 	}
 	syn = pkt[oi->off[URXE_HDR_AETH]];
+	/*
+	 * A NAK names a PSN the requester sent and has not seen answered;
+	 * any other is a ghost (a stale incarnation, a spoofer): dropped.
+	 */
+	if ((syn & URXE_AETH_TYPE_MASK) != URXE_AETH_ACK &&
+	    (urxe_psn_before(bth->psn, qp->acked_psn) ||
+	     !urxe_psn_before(bth->psn, qp->psn)))
+		return;
 	switch (syn & URXE_AETH_TYPE_MASK) {
 	case URXE_AETH_ACK:
 		ack_upto(qp, bth->psn);
@@ -431,10 +464,7 @@ void urxe_comp_flush(struct urxe_eqp *qp)
 		if (wqe->state != URXE_WQE_DONE)
 			wqe->status = IBV_WC_WR_FLUSH_ERR;
 		wqe->state = URXE_WQE_DONE;
-		push_send_cqe(qp, wqe);
-		qp->sq_comp++;
-		atomic_store_explicit(&qp->sq.cons, qp->sq_comp,
-				      memory_order_release);
+		retire_head(qp, wqe);
 	}
 	qp->sq_next = qp->sq_comp;
 	qp->retx_deadline = 0;

@@ -80,14 +80,14 @@ static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
 	o->niov = niov;
 }
 
-static void capture_tx(struct urxe_dev *dev, const struct urxe_pkt *p,
-		       const struct iovec *iov)
+/* Records a datagram as it left (after fault injection). */
+static void capture_tx(struct urxe_dev *dev, const struct urxe_udp_out *o)
 {
 	struct urxe_capture_pkt c = {
-		.tx = true, .src = p->sgid.raw, .dst = p->dgid.raw,
-		.sport = urxe_udp_sport(dev->udp, p->sport),
-		.dport = URXE_UDP_PORT, .tos = p->tclass, .ttl = 64,
-		.roce = iov->iov_base, .len = (uint32_t)iov->iov_len,
+		.tx = true, .src = o->src, .dst = o->dst,
+		.sport = urxe_udp_sport(dev->udp, o->sport),
+		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64,
+		.roce = o->iov->iov_base, .len = (uint32_t)o->iov->iov_len,
 	};
 
 	urxe_capture_write(dev->cap, &c);
@@ -141,8 +141,13 @@ static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
 			k++;
 		}
 		if (t->held_len && f != URXE_FAULT_REORDER) {
-			/* The held packet goes after this one. */
-			iov[k].iov_base = t->held;
+			/*
+			 * The held packet goes after this one, from a copy of
+			 * its own: held may take another packet before this
+			 * batch leaves.
+			 */
+			memcpy(t->corrupt[k], t->held, t->held_len);
+			iov[k].iov_base = t->corrupt[k];
 			iov[k].iov_len = t->held_len;
 			out_from_pkt(&out[k], &t->held_pkt, &iov[k], 1);
 			k++;
@@ -186,7 +191,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		}
 		if (dev->cap)
 			for (i = sent; i < sent + (unsigned int)rc; i++)
-				capture_tx(dev, pkts, out[i].iov);
+				capture_tx(dev, &out[i]);
 		sent += (unsigned int)rc;
 	}
 	/* The engine's packets are all accounted for, whatever the wire did. */

@@ -250,6 +250,7 @@ struct urxe_eqp {
 	uint32_t resp_pkts;		/* READ response packets awaited */
 	/* completer */
 	uint32_t sq_comp;		/* oldest WQE not completed */
+	uint32_t last_retired_psn;	/* last PSN of the WQE before sq_comp */
 	uint32_t acked_psn;		/* next PSN not yet acknowledged */
 	uint64_t retx_deadline;		/* 0: no transport timer armed */
 	uint64_t progress_ns;		/* last forward progress (or start) */

@@ -23,7 +23,10 @@
  * [chunk/2, chunk], some around one MTU, some tiny (odd: pad bytes), and
  * zero-length ones.  Data is a per-offset pseudo-random pattern.  Up to
  * -q requests are in flight; send completions must come back in posting
- * order.  The PSNs start close to 2^24 so that they wrap.
+ * order.  The PSNs start close to 2^24 so that they wrap.  Each end spins
+ * on its CQs, or with -e sleeps on a completion channel (poll() on its
+ * descriptor, as an event loop would); a server with no receive stream
+ * just waits in read() on the TCP socket: the device must progress alone.
  *
  * Error-path modes (both ends given the same flag by the client):
  *   --rnr-test   the server posts no receive; one SEND with the client's
@@ -89,12 +92,14 @@ struct opts {
 	uint64_t size;
 	uint32_t chunk;
 	bool server;
+	bool events;		/* -e: wait for completion events */
 };
 
 struct xfer {
 	struct opts o;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;	/* -e */
 	struct ibv_cq *scq, *rcq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr_a, *mr_b, *mr_ctr, *mr_recv;
@@ -336,12 +341,23 @@ static int tcp_accept(struct xfer *x)
 	int one = 1, zero = 0, ls, rc;
 	struct pollfd p;
 
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)x->o.port) };
+	bool v6 = true;
+
+	/* Both families on one socket; IPv4 alone where IPv6 is off. */
 	ls = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ls < 0) {
+		v6 = false;
+		ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	}
 	if (ls < 0)
 		return -1;
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 1)) {
+	if (v6)
+		setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if ((v6 ? bind(ls, (struct sockaddr *)&a, sizeof(a)) :
+		  bind(ls, (struct sockaddr *)&a4, sizeof(a4))) || listen(ls, 1)) {
 		perror("bind/listen");
 		close(ls);
 		return -1;
@@ -442,8 +458,12 @@ static int setup(struct xfer *x)
 		if (!x->recv || !(x->mr_recv = reg(x, x->recv, (size_t)x->nrecv * x->maxlen)))
 			return -1;
 	}
-	x->scq = ibv_create_cq(x->ctx, x->o.depth + 1, NULL, NULL, 0);
-	x->rcq = ibv_create_cq(x->ctx, (int)x->nrecv + 1, NULL, NULL, 0);
+	if (x->o.events && !(x->ch = ibv_create_comp_channel(x->ctx))) {
+		perror("ibv_create_comp_channel");
+		return -1;
+	}
+	x->scq = ibv_create_cq(x->ctx, x->o.depth + 1, NULL, x->ch, 0);
+	x->rcq = ibv_create_cq(x->ctx, (int)x->nrecv + 1, NULL, x->ch, 0);
 	if (!x->scq || !x->rcq) {
 		perror("ibv_create_cq");
 		return -1;
@@ -606,6 +626,35 @@ static void print_statuses(const char *who, const struct stats *s)
 				ibv_wc_status_str((enum ibv_wc_status)i) : "other",
 				(unsigned long long)s->by_status[i]);
 	say("statuses: %s%s\n", who, n ? line : " none");
+}
+
+/*
+ * ibv_poll_cq, or with -e: when @cq is empty, arm it, look again, then
+ * wait (up to 50 ms, so that callers keep their deadlines) until the
+ * channel says a completion came.  The descriptor is watched with poll()
+ * like an event loop would: progress meanwhile is the engine thread's.
+ */
+static int cq_poll(struct xfer *x, struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct pollfd p;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int got = ibv_poll_cq(cq, n, wc);
+
+	if (got || !x->ch)
+		return got;
+	if (ibv_req_notify_cq(cq, 0))
+		return -1;
+	got = ibv_poll_cq(cq, n, wc);
+	if (got)
+		return got;
+	p = (struct pollfd){ .fd = x->ch->fd, .events = POLLIN };
+	if (poll(&p, 1, 50) > 0) {
+		if (ibv_get_cq_event(x->ch, &ev_cq, &ev_ctx))
+			return -1;
+		ibv_ack_cq_events(ev_cq, 1);
+	}
+	return ibv_poll_cq(cq, n, wc);
 }
 
 /* ---- the client ---- */
@@ -796,7 +845,7 @@ static int client_run(struct client *c, uint64_t *elapsed)
 			more |= stream_more(c, k);
 		if (c->fifo_head == c->fifo_tail && (!more || c->failed))
 			break;
-		n = ibv_poll_cq(x->scq, 32, wc);
+		n = cq_poll(x, x->scq, 32, wc);
 		if (n < 0) {
 			say("FAIL ibv_poll_cq: %d\n", n);
 			return -1;
@@ -833,7 +882,7 @@ static int read_back_counters(struct client *c)
 	if (ibv_post_send(x->qp, &wr, &bad))
 		return -1;
 	do {
-		n = ibv_poll_cq(x->scq, 1, &wc);
+		n = cq_poll(x, x->scq, 1, &wc);
 	} while (n == 0 && !timed_out(x));
 	if (n != 1 || wc.status != IBV_WC_SUCCESS) {
 		say("FAIL reading the counters back: %s\n",
@@ -932,7 +981,7 @@ static int client_transfer(struct xfer *x)
 		struct ibv_wc wc;
 
 		while (c.fifo_head != c.fifo_tail && now_ns() < until)
-			if (ibv_poll_cq(x->scq, 1, &wc) == 1)
+			if (cq_poll(x, x->scq, 1, &wc) == 1)
 				check_wc(&c, &wc);
 	}
 	for (k = 0; k < ST_N; k++)
@@ -959,7 +1008,7 @@ static int wait_wc(struct xfer *x, struct ibv_wc *wc, uint64_t until)
 	int n;
 
 	do {
-		n = ibv_poll_cq(x->scq, 1, wc);
+		n = cq_poll(x, x->scq, 1, wc);
 	} while (n == 0 && now_ns() < until);
 	return n;
 }
@@ -1161,7 +1210,7 @@ static int srv_receive(struct xfer *x, struct srv_recv *r)
 	int n, k;
 
 	while (r->n < r->total && !r->failed) {
-		n = ibv_poll_cq(x->rcq, 16, wc);
+		n = cq_poll(x, x->rcq, 16, wc);
 		for (k = 0; k < n; k++) {
 			srv_check_recv(x, r, &wc[k]);
 			/* message n - 1 done: its slot takes n - 1 + nrecv */
@@ -1169,7 +1218,7 @@ static int srv_receive(struct xfer *x, struct srv_recv *r)
 			    post_recv(x, (r->n - 1) % x->nrecv))
 				r->failed = true;
 		}
-		if (n == 0 && ++spins % 8192 == 0) {
+		if (n == 0 && (x->ch || ++spins % 8192 == 0)) {
 			/* The client gave up: its DONE says so. */
 			if (tcp_recv(x, msg, 0) == 0 && msg[0] == M_DONE) {
 				say("FAIL the client finished after %u of %u messages\n",
@@ -1204,7 +1253,7 @@ static int server_transfer(struct xfer *x)
 	int rc = 0, got_done = 0;
 
 	memset(&r, 0, sizeof(r));
-	if (x->o.mode & 1u << ST_SEND) {
+	if ((x->o.mode & 1u << ST_SEND) && !(x->o.flags & F_RNR)) {
 		r.total = send_messages(x);
 		for (k = 0; k < x->nrecv; k++)
 			if (post_recv(x, k))
@@ -1275,6 +1324,7 @@ static void usage(void)
 "  -d dev -g gid-index -p tcp-port -t seconds (default first, 0, 18515, 120)\n"
 "  -T timeout -r retry_cnt -R rnr_retry -n min_rnr_timer (14, 7, 7, 1)\n"
 "  -S seed       pattern and length sequence seed (default 1)\n"
+"  -e            wait for completion events (a channel) instead of spinning\n"
 "  --rnr-test | --vanish-test  [--late ms (default 300)]\n");
 	exit(EXIT_SETUP);
 }
@@ -1307,7 +1357,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			    .rnr_timer = 1, .late_ms = 300, .mode = MODE_ALL,
 			    .atomics = 4096, .seed = 1, .size = 64ull << 20,
 			    .chunk = 65536 };
-	while ((c = getopt_long(argc, argv, "m:s:c:q:a:d:g:p:t:T:r:R:n:S:", lo,
+	while ((c = getopt_long(argc, argv, "m:s:c:q:a:d:g:p:t:T:r:R:n:S:e", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'm': o->mode = parse_mode(optarg); break;
@@ -1327,6 +1377,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'N': o->flags |= F_RNR; break;
 		case 'V': o->flags |= F_VANISH; break;
 		case 'L': o->late_ms = atoi(optarg); break;
+		case 'e': o->events = true; break;
 		default: usage();
 		}
 	}
@@ -1381,6 +1432,7 @@ static int teardown(struct xfer *x)
 	DESTROY(x->qp, ibv_destroy_qp);
 	DESTROY(x->scq, ibv_destroy_cq);
 	DESTROY(x->rcq, ibv_destroy_cq);
+	DESTROY(x->ch, ibv_destroy_comp_channel);
 	DESTROY(x->mr_a, ibv_dereg_mr);
 	DESTROY(x->mr_b, ibv_dereg_mr);
 	DESTROY(x->mr_ctr, ibv_dereg_mr);

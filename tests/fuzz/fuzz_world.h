@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The world fuzz_rx drives (fuzz_world.c): one engine, its QPs, MRs and
+ * work requests, the captured wire, and the checks made after every frame
+ * and input.  Shared by the libFuzzer entry points (fuzz_rx.c) and the
+ * plain replay driver (replay.c).
+ */
+#ifndef URXE_FUZZ_WORLD_H
+#define URXE_FUZZ_WORLD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <urxe/engine.h>
+
+#define SLOT 1
+#define SPORT 0xc0de
+#define WIRE_SLOTS 64			/* captured packets kept */
+#define WIRE_BUF 8192
+#define SQ_DEPTH 16
+#define RQ_DEPTH 16
+#define SQ_BUSY 4			/* sends kept outstanding per QP */
+#define RQ_FILL 8			/* receives kept posted per QP */
+#define PD 7
+
+#define fatal(...) do { fprintf(stderr, "fuzz_rx: " __VA_ARGS__); \
+	fputc('\n', stderr); abort(); } while (0)
+#define check(cond) do { if (!(cond)) fatal("%s:%d: %s", __FILE__, \
+	__LINE__, #cond); } while (0)
+
+enum { RC0, RC1, UC0, UC1, UD, NQP };
+enum { MR0, MR1, MR2, MR3, NMR };
+
+/* Each WR's wr_id: bit 63 for receives, QP index, sequence number. */
+#define WR_RECV (1ull << 63)
+#define WR_ID(recv, q, seq) ((recv) | (uint64_t)(q) << 32 | (seq))
+
+struct fq {
+	struct urxe_eqp qp;
+	struct urxe_cq_ring cq;
+	uint32_t sq_seq, sq_next_cqe;	/* posted, next expected completion */
+	uint32_t rq_seq, rq_next_cqe;
+	uint8_t sq_op[SQ_DEPTH * 4];	/* IBV_WC_* expected, by sequence */
+	uint8_t sq_sig[SQ_DEPTH * 4];
+	uint32_t rq_len[RQ_DEPTH * 4];	/* bytes the receive could take */
+	unsigned int script;		/* next send to post */
+	unsigned int peer;
+	int events;
+};
+
+struct wire_pkt {
+	uint8_t data[WIRE_BUF];
+	uint32_t len;
+	union ibv_gid sgid, dgid;
+	uint16_t sport;
+};
+
+struct fz_world {
+	struct urxe_engine *eng;
+	struct fq q[NQP];
+	struct urxe_mem mr[NMR];
+	uint64_t now;
+	unsigned int reconnects;
+	struct wire_pkt *wire;		/* WIRE_SLOTS */
+	uint32_t wire_head, wire_tail;	/* free-running */
+	uint64_t digest;		/* of every packet sent, every CQE */
+	bool rq_starved;		/* receives not replenished */
+	uint32_t wire_budget;		/* frames the wire may still feed back */
+};
+
+struct fz_stats {
+	uint64_t inputs, frames, raw, fed_back, reconnects;
+	uint64_t cnt[URXE_CNT__COUNT];
+	bool print;
+};
+
+extern struct fz_world fz;
+extern struct fz_stats fz_stats;
+extern bool fz_trace;			/* URXE_FUZZ_TRACE=1: say what happens */
+extern const union ibv_gid fz_gid_v4_local, fz_gid_v4_peer;
+extern const union ibv_gid fz_gid_v6_local, fz_gid_v6_peer;
+
+/* A fresh world, on a new engine or on the old one rewound. */
+void fz_world_init(bool new_engine);
+void fz_world_fini(bool keep_engine);
+/* After each record: progress, completions checked, QPs repaired, refills. */
+void fz_housekeeping(void);
+/* Send queue indices in order; MR references all accounted for. */
+void fz_check_queues(void);
+void fz_check_mem_refs(void);
+void fz_trace_qps(void);
+/* atexit: the world torn down; counts printed if fz_stats.print. */
+void fz_print_stats(void);
+
+/* fuzz_rx.c: one input's records, on the world as it is. */
+void fz_run_input(const uint8_t *data, size_t size);
+
+#endif
