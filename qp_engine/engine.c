@@ -569,13 +569,23 @@ static int progress_locked(struct urxe_engine *eng)
 	return did;
 }
 
+static int progress(struct urxe_engine *eng);
+
+/*
+ * Progress from a thread that polls (an empty CQ, a wait for an event):
+ * it will call again soon, so the engine thread may keep out of its way.
+ */
 int urxe_engine_progress(struct urxe_engine *eng)
 {
-	int did;
-
 	if (!urxe_in_engine_thread(eng))
 		atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
 				      memory_order_relaxed);
+	return progress(eng);
+}
+
+static int progress(struct urxe_engine *eng)
+{
+	int did;
 
 	if (pthread_mutex_trylock(&eng->lock)) {
 		atomic_store(&eng->work, true);
@@ -595,10 +605,15 @@ int urxe_engine_progress(struct urxe_engine *eng)
 	return did;
 }
 
+/*
+ * After a post: send now if the lock is free.  A poster need not call
+ * again (ib_write_lat spins on memory after posting), so this does not
+ * count as an application driving progress.
+ */
 void urxe_engine_kick(struct urxe_eqp *qp)
 {
 	urxe_qp_schedule(qp);
-	urxe_engine_progress(qp->eng);
+	progress(qp->eng);
 }
 
 uint64_t urxe_engine_next_deadline(struct urxe_engine *eng)

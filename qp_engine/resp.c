@@ -328,6 +328,12 @@ static int handle_atomic(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (urxe_mem_remote(qp->eng, qp->pd, a.rkey, a.va, 8,
 			    IBV_ACCESS_REMOTE_ATOMIC, &mem, &p))
 		return -EACCES;
+	/* An MR whose iova and address differ mod 8 (zero-based, reg_mr_iova):
+	 * an aligned VA can still be a misaligned host address (as rxe). */
+	if ((uintptr_t)p & 7) {
+		urxe_mem_put(mem);
+		return -EPROTO;
+	}
 	target = (uint64_t *)(void *)p;
 	if (urxe_opcode_op(bth->opcode) == URXE_OP_CMP_SWAP) {
 		orig = a.cmp;
