@@ -131,6 +131,23 @@ faults_seen() {
 		test "$icrc" -gt 0 -a "$retx" -gt 0
 }
 
+# tshark_opinion DESC FILE: the second opinion (tshark checks no ICRC
+# and calls XRC opcodes unknown): it opens the capture and dissects its
+# frames as RoCEv2 (RRoCE), every one of them.
+tshark_opinion() {
+	local desc=$1 file=$2 total roce
+	if ! command -v tshark >/dev/null; then
+		note "SKIP: tshark is not installed: no second opinion on $file"
+		return
+	fi
+	capture tshark_total tshark -r "$file" -T fields -e frame.number
+	total=$(wc -l <"$(out tshark_total)")
+	capture tshark_roce tshark -r "$file" -Y infiniband -T fields -e infiniband.bth.opcode
+	roce=$(wc -l <"$(out tshark_roce)")
+	check "$desc: tshark opens the capture and dissects all $total frames as RoCEv2 ($roce)" \
+		test "$total" -gt 0 -a "$roce" -eq "$total"
+}
+
 # validate_caps NAME DESC CORRUPT: the URXE_PCAP files of run NAME
 # ($WORK/tmp/NAME-*.pcap) through the validator with -l.  CORRUPT=0: it
 # must accept them whole; 1: the only frames it rejects are the corrupted
@@ -155,6 +172,7 @@ validate_caps() {
 			fail "$desc: urxe-validate -l exit $RC"
 			head -n 20 "$(err "$name.validate")" | sed 's/^/#     | /'
 		fi
+		tshark_opinion "$desc" "${files[0]}"
 		return
 	fi
 	if [ "$other" -eq 0 ] && [ "$bad" -gt 0 ] &&
