@@ -173,21 +173,8 @@ URXE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 URXE_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
 	/* Destroying the object waits for the acks of its events. */
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR:
+	if (event->event_type == IBV_EVENT_CQ_ERR)
 		urxe_cq_ack_async(event->element.cq);
-		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
+	else if (urxe_event_is_qp(event->event_type))
 		urxe_qp_ack_async(event->element.qp);
-		break;
-	default:
-		break;
-	}
 }

@@ -287,6 +287,23 @@ static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 	urxe_qp_schedule(qp);
 }
 
+/*
+ * An answer (READ response, atomic ACK) for @wqe acknowledges everything
+ * before it (IBA 9.7.5.1.4).  If @wqe is then still not the oldest WQE,
+ * an earlier READ or atomic lost its answer: that is an implied NAK, and
+ * the requester goes back to it.  True when @wqe is at the head.
+ */
+static bool answer_at_head(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+{
+	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
+	if (wqe == urxe_wq_slot(&qp->sq, qp->sq_comp))
+		return true;
+	urxe_req_rewind(qp, qp->acked_psn);
+	urxe_qp_schedule(qp);
+	return false;
+}
+
 static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		      const struct urxe_opinfo *oi, const uint8_t *pkt,
 		      uint32_t paylen)
@@ -296,15 +313,8 @@ static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 	if (!wqe || wqe->opcode != IBV_WR_RDMA_READ || wqe->state == URXE_WQE_DONE)
 		return;		/* a duplicate or a stray */
-	/* Responses imply the ACK of everything before the READ. */
-	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
-		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
-	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp)) {
-		/* implied NAK: an earlier READ/atomic lost its answer */
-		urxe_req_rewind(qp, qp->acked_psn);
-		urxe_qp_schedule(qp);
+	if (!answer_at_head(qp, wqe))
 		return;
-	}
 	expect = urxe_psn_add(wqe->first_psn, wqe->rcvd / mtu);
 	if (bth->psn != expect) {
 		if (urxe_psn_before(expect, bth->psn)) {
@@ -354,14 +364,8 @@ static void atomic_ack(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	    (wqe->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 	     wqe->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
 		return;
-	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
-		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
-	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp)) {
-		/* implied NAK: an earlier READ/atomic lost its answer */
-		urxe_req_rewind(qp, qp->acked_psn);
-		urxe_qp_schedule(qp);
+	if (!answer_at_head(qp, wqe))
 		return;
-	}
 	/* The original value lands in local memory in host order. */
 	orig = urxe_get64(pkt + oi->off[URXE_HDR_ATMACK]);
 	if (urxe_sge_copy_in(qp->eng, qp->pd, wqe->sge, wqe->num_sge, 0,

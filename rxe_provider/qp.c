@@ -228,19 +228,7 @@ static bool event_of_qp(const void *rec, const void *arg)
 {
 	const struct ibv_async_event *ev = rec;
 
-	switch (ev->event_type) {
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		return ev->element.qp == arg;
-	default:
-		return false;
-	}
+	return urxe_event_is_qp(ev->event_type) && ev->element.qp == arg;
 }
 
 int urxe_qp_destroy(struct ibv_qp *ibqp)

@@ -345,4 +345,22 @@ int urxe_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int urxe_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad);
 
+/* Whether an async event of this type names a QP (element.qp). */
+static inline bool urxe_event_is_qp(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
 #endif
