@@ -46,9 +46,10 @@
  * perturbation out, and every MR must hold no reference but those QPs
  * keep for a WRITE in progress.
  *
- * Every input starts from a fresh engine, so a crash reproduces from its
- * input alone; URXE_FUZZ_PERSIST=N keeps an engine for N inputs instead
- * (state accumulates; crashes may then need the inputs before them).
+ * Every input starts from a fresh world (the engine rewound: see
+ * engine_rewind()), so a crash reproduces from its input alone;
+ * URXE_FUZZ_PERSIST=N keeps the world for N inputs instead (state
+ * accumulates; crashes may then need the inputs before them).
  *
  * The world (engine, QPs, work requests, checks) is fuzz_world.c; this
  * file reads the records.  Linked with libFuzzer (fuzz_rx, built with
@@ -338,5 +339,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fz_run_input(data, size);
 	fz_check_mem_refs();
+	if (fz_stats.print && fz_stats.inputs % 100000 == 0)
+		fz_print_frames();
 	return 0;
 }

@@ -579,6 +579,20 @@ void fz_world_fini(bool keep_engine)
 	}
 }
 
+/* The frame counts alone (also every so often: a SIGINT skips atexit). */
+void fz_print_frames(void)
+{
+	fprintf(stderr, "fuzz_rx: %llu inputs, %llu frames into the engine "
+		"(%llu made by the fuzzer, %llu of them raw; %llu fed back from "
+		"the wire), %llu reconnects\n",
+		(unsigned long long)fz_stats.inputs,
+		(unsigned long long)fz_stats.frames,
+		(unsigned long long)(fz_stats.frames - fz_stats.fed_back),
+		(unsigned long long)fz_stats.raw,
+		(unsigned long long)fz_stats.fed_back,
+		(unsigned long long)fz_stats.reconnects);
+}
+
 void fz_print_stats(void)
 {
 	unsigned int i;
@@ -589,12 +603,7 @@ void fz_print_stats(void)
 	fz.wire = NULL;
 	if (!fz_stats.print)
 		return;
-	fprintf(stderr, "fuzz_rx: %llu inputs, %llu frames into the engine "
-		"(%llu raw, %llu fed back from the wire), %llu reconnects\n",
-		(unsigned long long)fz_stats.inputs,
-		(unsigned long long)fz_stats.frames, (unsigned long long)fz_stats.raw,
-		(unsigned long long)fz_stats.fed_back,
-		(unsigned long long)fz_stats.reconnects);
+	fz_print_frames();
 	for (i = 0; i < URXE_CNT__COUNT; i++)
 		fprintf(stderr, "fuzz_rx:   %-24s %llu\n", urxe_counter_names[i],
 			(unsigned long long)fz_stats.cnt[i]);

@@ -94,6 +94,7 @@ void fz_check_mem_refs(void);
 void fz_trace_qps(void);
 /* atexit: the world torn down; counts printed if fz_stats.print. */
 void fz_print_stats(void);
+void fz_print_frames(void);
 
 /* fuzz_rx.c: one input's records, on the world as it is. */
 void fz_run_input(const uint8_t *data, size_t size);
