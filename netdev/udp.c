@@ -17,6 +17,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stddef.h>
@@ -61,7 +62,7 @@ struct urxe_udp {
 	int8_t tx[NFAM][URXE_UDP_TX_POOL];	/* socks index; -1: none */
 	int8_t pool[URXE_UDP_TX_POOL];		/* 0 untried, 1 bound, -1 failed */
 	unsigned int nsocks;
-	unsigned int rr;			/* recv: socket drained first */
+	unsigned int rr;			/* recv: family drained first */
 	struct usock socks[URXE_UDP_MAX_FDS];
 };
 
@@ -245,6 +246,32 @@ unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds)
 	return u->nsocks;
 }
 
+unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds)
+{
+	unsigned int n = 0;
+	int fam;
+
+	for (fam = 0; fam < NFAM; fam++)
+		if (u->rx[fam] >= 0)
+			fds[n++] = u->socks[u->rx[fam]].fd;
+	return n;
+}
+
+/*
+ * Transmit sockets never take input (RoCEv2 goes to port 4791): a filter
+ * that accepts nothing keeps strays from queueing there, so the receive
+ * path polls the receive sockets alone.
+ */
+static void deaf(int fd)
+{
+	static struct sock_filter none[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog prog = { .len = 1, .filter = none };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)))
+		urxe_dbg("udp: no drop-all filter on a transmit socket: %s",
+			 strerror(errno));
+}
+
 /*
  * Binds pool index @k in every family the instance has, or in none: the
  * port a QP sends from must not depend on the destination's family.
@@ -262,6 +289,7 @@ static void pool_open(struct urxe_udp *u, unsigned int k)
 		if (rc < 0)
 			goto err;
 		u->tx[fam][k] = (int8_t)rc;
+		deaf(u->socks[rc].fd);
 	}
 	u->pool[k] = 1;
 	return;
@@ -526,19 +554,21 @@ static int recv_sock(const struct usock *s, struct urxe_udp_in *in,
 int urxe_udp_recv(struct urxe_udp *u, struct urxe_udp_in *in, unsigned int n)
 {
 	unsigned int got = 0, i;
-	int rc, err = 0;
+	int rc, err = 0, fam;
 
 	if (n > INT32_MAX)
 		n = INT32_MAX;
-	/* Start one socket further each call, so no socket starves. */
-	for (i = 0; i < u->nsocks && got < n; i++) {
-		rc = recv_sock(&u->socks[(u->rr + i) % u->nsocks], in + got,
-			       n - got);
+	/* Only the receive sockets take input; alternate the first family. */
+	for (i = 0; i < NFAM && got < n; i++) {
+		fam = (int)((u->rr + i) % NFAM);
+		if (u->rx[fam] < 0)
+			continue;
+		rc = recv_sock(&u->socks[u->rx[fam]], in + got, n - got);
 		if (rc < 0)
 			err = rc;
 		else
 			got += (unsigned int)rc;
 	}
-	u->rr = u->nsocks ? (u->rr + 1) % u->nsocks : 0;
+	u->rr ^= 1;
 	return got ? (int)got : err;
 }

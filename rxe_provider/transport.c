@@ -54,10 +54,11 @@ static uint16_t dev_sport(void *priv, uint16_t sport)
 static void wait_writable(struct urxe_dev *dev)
 {
 	struct pollfd pfd[URXE_UDP_MAX_FDS];
-	unsigned int i, n = dev->nudp_fds;
+	int fds[URXE_UDP_MAX_FDS];
+	unsigned int i, n = urxe_udp_fds(dev->udp, fds);
 
 	for (i = 0; i < n; i++) {
-		pfd[i].fd = dev->udp_fds[i];
+		pfd[i].fd = fds[i];
 		pfd[i].events = POLLOUT;
 	}
 	poll(pfd, n, 1);
@@ -332,7 +333,7 @@ static int bind_locked(struct urxe_dev *dev)
 	/* Bind the whole source-port pool now: the descriptor set is fixed. */
 	for (unsigned int k = 0; k < URXE_UDP_TX_POOL; k++)
 		urxe_udp_sport(dev->udp, (uint16_t)(URXE_UDP_SPORT_BASE + k));
-	dev->nudp_fds = urxe_udp_fds(dev->udp, dev->udp_fds);
+	dev->nudp_fds = urxe_udp_rx_fds(dev->udp, dev->udp_fds);
 	rc = urxe_engine_thread_start(dev->eng, dev->udp_fds, dev->nudp_fds);
 	if (rc)
 		goto err_udp;

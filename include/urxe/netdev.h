@@ -219,6 +219,11 @@ void urxe_udp_close(struct urxe_udp *u);
  * a caller watching them compares the count after sending.
  */
 unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds);
+/*
+ * The receive sockets alone (port 4791; at most one per family): input
+ * arrives only there — transmit sockets drop whatever reaches them.
+ */
+unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds);
 
 /* One datagram to send: the RoCE bytes (BTH .. ICRC) in @iov. */
 struct urxe_udp_out {
