@@ -221,6 +221,11 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 
 	/* The progress lock orders us after any packet still using @qp. */
 	pthread_mutex_lock(&eng->lock);
+	/* An ACK still owed (deferred by a poller) leaves before the QP. */
+	if (qp->ack_pending) {
+		urxe_resp_send_ack(qp);
+		urxe_tx_flush(eng);
+	}
 	pthread_mutex_lock(&eng->qp_lock);
 	if (eng->qps[idx] == qp)
 		eng->qps[idx] = NULL;
@@ -540,9 +545,24 @@ static void run_timers(struct urxe_engine *eng)
 				      memory_order_relaxed);
 }
 
-/* Progress lock held: do everything flagged, then drain the sockets. */
-static int progress_locked(struct urxe_engine *eng)
+/*
+ * Who runs progress.  A thread polling a CQ wants its completions at once
+ * and will call again soon; a poster wants its packets out and may not
+ * call again (ib_write_lat spins on memory); the engine thread does all.
+ */
+enum prog_mode {
+	PROG_POLL,	/* return as soon as input made completions */
+	PROG_KICK,	/* send what is flagged; input is the others' job */
+	PROG_ENGINE,
+};
+
+/*
+ * Progress lock held: do everything flagged, then drain the sockets.
+ * Returns 1 if input arrived (or completions were made).
+ */
+static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 {
+	uint64_t cqes = eng->cqes;
 	int did = 0, n, rounds = 0;
 
 	do {
@@ -556,20 +576,45 @@ static int progress_locked(struct urxe_engine *eng)
 			break;
 		}
 		atomic_store(&eng->work, false);
+		atomic_store_explicit(&eng->acks_deferred_ns, 0,
+				      memory_order_relaxed);
 		run_pending(eng);
+		if (mode == PROG_KICK) {
+			n = 0;
+			run_timers(eng);
+			break;
+		}
 		/* Input first: a late ACK waiting in the socket is not a loss. */
 		n = eng->ops->rx_poll ? eng->ops->rx_poll(eng->priv, eng, 64) : 0;
 		if (n > 0)
 			did = 1;
 		run_timers(eng);
+		if (mode == PROG_POLL && eng->cqes != cqes) {
+			/*
+			 * Messages arrived: the caller returns to them now.
+			 * The ACKs this input owes stay flagged and leave at
+			 * its next call — typically the post of its answer,
+			 * in the same batch — or from the engine thread if it
+			 * does not call again.  (Input that only completes
+			 * sends, or WRITEs without immediate, defers nothing:
+			 * a program spinning on memory may never call.)
+			 */
+			if (eng->pending) {
+				atomic_store(&eng->work, true);
+				atomic_store_explicit(&eng->acks_deferred_ns,
+						      urxe_now(eng),
+						      memory_order_relaxed);
+			}
+			break;
+		}
 		run_pending(eng);
-		urxe_tx_flush(eng);
 	} while (n > 0 || atomic_load(&eng->work));
+	urxe_tx_flush(eng);
 	urxe_qpstats_tick(eng);
 	return did;
 }
 
-static int progress(struct urxe_engine *eng);
+static int progress(struct urxe_engine *eng, enum prog_mode mode);
 
 /*
  * Progress from a thread that polls (an empty CQ, a wait for an event):
@@ -577,13 +622,14 @@ static int progress(struct urxe_engine *eng);
  */
 int urxe_engine_progress(struct urxe_engine *eng)
 {
-	if (!urxe_in_engine_thread(eng))
-		atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
-				      memory_order_relaxed);
-	return progress(eng);
+	if (urxe_in_engine_thread(eng))
+		return progress(eng, PROG_ENGINE);
+	atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
+			      memory_order_relaxed);
+	return progress(eng, PROG_POLL);
 }
 
-static int progress(struct urxe_engine *eng)
+static int progress(struct urxe_engine *eng, enum prog_mode mode)
 {
 	int did;
 
@@ -591,11 +637,12 @@ static int progress(struct urxe_engine *eng)
 		atomic_store(&eng->work, true);
 		return 0;
 	}
-	did = progress_locked(eng);
+	did = progress_locked(eng, mode);
 	pthread_mutex_unlock(&eng->lock);
 	/* Work flagged after our last check, while we were unlocking. */
-	if (atomic_load(&eng->work) && !pthread_mutex_trylock(&eng->lock)) {
-		did |= progress_locked(eng);
+	if (mode != PROG_POLL && atomic_load(&eng->work) &&
+	    !pthread_mutex_trylock(&eng->lock)) {
+		did |= progress_locked(eng, mode);
 		pthread_mutex_unlock(&eng->lock);
 	}
 	/* An earlier deadline: the engine thread's timer must know it. */
@@ -608,12 +655,18 @@ static int progress(struct urxe_engine *eng)
 /*
  * After a post: send now if the lock is free.  A poster need not call
  * again (ib_write_lat spins on memory after posting), so this does not
- * count as an application driving progress.
+ * count as an application driving progress, and leaves input to pollers
+ * and the engine thread.
  */
 void urxe_engine_kick(struct urxe_eqp *qp)
 {
 	urxe_qp_schedule(qp);
-	progress(qp->eng);
+	progress(qp->eng, PROG_KICK);
+}
+
+bool urxe_engine_has_work(struct urxe_engine *eng)
+{
+	return atomic_load(&eng->work);
 }
 
 uint64_t urxe_engine_next_deadline(struct urxe_engine *eng)

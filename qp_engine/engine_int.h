@@ -80,6 +80,10 @@ struct urxe_engine {
 	bool io_parked;
 	/* last time an application thread ran progress (ns) */
 	_Atomic uint64_t app_progress_ns;
+	/* receive completions made by this engine so far (under the lock) */
+	uint64_t cqes;
+	/* when a poller left ACKs owed (0: none); cleared by the next pass */
+	_Atomic uint64_t acks_deferred_ns;
 };
 
 #define URXE_WINDOW_PKTS 32		/* unacknowledged packets per QP */

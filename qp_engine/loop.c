@@ -27,12 +27,25 @@ static void rearm_timer(struct urxe_engine *eng)
 }
 
 static bool apps_active(struct urxe_engine *eng);
+
+/*
+ * A poller deferred ACKs and has not come back for them: the peer waits.
+ * Anything else flagged is the active application threads' to do.
+ */
+static bool acks_overdue(struct urxe_engine *eng)
+{
+	uint64_t t = atomic_load_explicit(&eng->acks_deferred_ns,
+					  memory_order_relaxed);
+
+	return t && urxe_now(eng) - t >= URXE_APP_ACTIVE_NS / 2;
+}
 static void park_io(struct urxe_engine *eng, bool park);
 
 /*
  * Runs progress — unless application threads are calling in: then they
  * do the work (timers included), and this thread, which could be
  * preempted while holding the progress lock, keeps out of their way.
+ * ACKs a poller deferred and did not come back for, it sends itself.
  */
 static void run(struct ev_loop *loop)
 {
@@ -44,7 +57,8 @@ static void run(struct ev_loop *loop)
 			ev_timer_set(&eng->backoff, URXE_BACKOFF_S, 0.0);
 			ev_timer_start(loop, &eng->backoff);
 		}
-		return;
+		if (!acks_overdue(eng))
+			return;
 	}
 	urxe_engine_progress(eng);
 	rearm_timer(eng);

@@ -8,6 +8,7 @@
  * channel.  A ring overrun raises IBV_EVENT_CQ_ERR on the context.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,7 +253,19 @@ int urxe_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	eng = cq->dev->eng;
 	if (eng && !cq->dev->dead)
 		urxe_engine_progress(eng);
-	return urxe_cq_pop(&cq->ring, n, wc);
+	if (!urxe_cq_empty(&cq->ring)) {
+		cq->idle_polls = 0;
+		return urxe_cq_pop(&cq->ring, n, wc);
+	}
+	/*
+	 * Still nothing: the peer (or this process's engine thread) has yet
+	 * to run.  On a machine with fewer cores than busy threads, it may
+	 * be queued behind this very spinner until the time slice ends,
+	 * milliseconds away: give the core up now and then.
+	 */
+	if (++cq->idle_polls % URXE_IDLE_POLLS_YIELD == 0)
+		sched_yield();
+	return 0;
 }
 
 int urxe_cq_req_notify(struct ibv_cq *ibcq, int solicited_only)

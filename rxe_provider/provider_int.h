@@ -21,6 +21,8 @@
 #define URXE_MAX_MR 262144
 #define URXE_MAX_PD 65536
 #define URXE_MAX_RD_ATOM 128
+/* An empty CQ polled this many times in a row: the poller yields once. */
+#define URXE_IDLE_POLLS_YIELD 16
 #define URXE_MAX_MCAST_GRP 8192
 #define URXE_MAX_MCAST_QP_ATTACH 56
 #define URXE_MAX_AH 32768

@@ -370,6 +370,11 @@ void urxe_engine_kick(struct urxe_eqp *qp);
 int urxe_engine_progress(struct urxe_engine *eng);
 /* Earliest timer deadline (ns, ops->now scale) or UINT64_MAX. */
 uint64_t urxe_engine_next_deadline(struct urxe_engine *eng);
+/*
+ * Work is flagged for the next progress call: packets to send, or ACKs a
+ * poller left owed when it returned to fresh completions.
+ */
+bool urxe_engine_has_work(struct urxe_engine *eng);
 
 /* Reads the engine's counters. */
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);

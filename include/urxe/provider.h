@@ -258,6 +258,7 @@ struct urxe_cq {
 	atomic_int users;		/* QPs and SRQs completing into it */
 	atomic_uint comp_events;	/* posted to ch */
 	atomic_uint async_events;	/* posted to async */
+	unsigned int idle_polls;	/* empty polls in a row (racy: a hint) */
 };
 
 static inline struct urxe_cq *to_ucq(struct ibv_cq *cq)

@@ -206,7 +206,8 @@ static void pump(void)
 		urxe_engine_progress(nodes[0].eng);
 		urxe_engine_progress(nodes[1].eng);
 		ck_assert_int_lt(++rounds, 1000);
-	} while (wire_n);
+	} while (wire_n || urxe_engine_has_work(nodes[0].eng) ||
+		 urxe_engine_has_work(nodes[1].eng));
 }
 
 /* One SEND of @len bytes from node 0 to node 1, waited for. */

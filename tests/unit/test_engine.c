@@ -217,7 +217,8 @@ static void pump(void)
 		urxe_engine_progress(nodes[0].eng);
 		urxe_engine_progress(nodes[1].eng);
 		ck_assert_int_lt(++rounds, 10000);
-	} while (wire_n);
+	} while (wire_n || urxe_engine_has_work(nodes[0].eng) ||
+		 urxe_engine_has_work(nodes[1].eng));
 }
 
 static void post_recv(struct node *nd, uint64_t id, uint64_t off, uint32_t len)
