@@ -7,8 +7,13 @@
  * pool of transmit sockets bound to 0xC000 + k, opened the first time pool
  * index k is asked for, so a QP's flow hash picks its UDP source port.
  * Every socket is unconnected and IP_PMTUDISC_DO: the kernel then writes IP
- * ID 0 (and DF), which the ICRC covers.  IPv4 sends checksum 0 (SO_NO_CHECK)
- * like kernel rxe; IPv6 sends a real one and accepts 0 (UDP_NO_CHECK6_RX).
+ * ID 0 (and DF), which the ICRC covers — and ID i on segment i of a GSO
+ * send.  With GSO (conf->gso) IPv4 UDP checksums are real — the kernel
+ * refuses GSO with SO_NO_CHECK; on lo and veth they are offloaded, so
+ * free — and receive sockets ask for GRO: a burst of equal-sized
+ * datagrams arrives as one, with its segment size (urxe_udp_in.gso_size).
+ * Without it IPv4 sends checksum 0 (SO_NO_CHECK) like kernel rxe.
+ * Checksum 0 is always accepted (UDP_NO_CHECK6_RX on IPv6).
  *
  * Sockets live in one append-only array: urxe_udp_fds() reports them in that
  * order, and the pool only ever adds to the tail, so a caller watching the
@@ -56,6 +61,7 @@ struct usock {
 
 struct urxe_udp {
 	bool loopback;
+	bool gso;				/* GSO sends: real IPv4 checksums */
 	struct in_addr lo_addr;
 	int ifindex;
 	int8_t rx[NFAM];			/* socks index; -1: none */
@@ -87,11 +93,10 @@ static void sock_bufs(int fd)
 		set_int(fd, SOL_SOCKET, SO_SNDBUF, SOCK_BUF);
 }
 
-static int sock_options(int fd, int fam)
+static int sock_options(int fd, int fam, bool no_check)
 {
 	static const struct opt { int level, name, val; } v4[] = {
 		{ IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO },
-		{ SOL_SOCKET, SO_NO_CHECK, 1 },
 		{ IPPROTO_IP, IP_PKTINFO, 1 },
 		{ IPPROTO_IP, IP_RECVTOS, 1 },
 		{ IPPROTO_IP, IP_RECVTTL, 1 },
@@ -109,6 +114,11 @@ static int sock_options(int fd, int fam)
 
 	for (i = 0; i < n; i++) {
 		rc = set_int(fd, o[i].level, o[i].name, o[i].val);
+		if (rc)
+			return rc;
+	}
+	if (fam == V4 && no_check) {
+		rc = set_int(fd, SOL_SOCKET, SO_NO_CHECK, 1);
 		if (rc)
 			return rc;
 	}
@@ -147,7 +157,7 @@ static int open_sock(struct urxe_udp *u, int fam, uint16_t port)
 		    SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP);
 	if (fd < 0)
 		return -errno;
-	rc = sock_options(fd, fam);
+	rc = sock_options(fd, fam, !u->gso);
 	if (rc)
 		goto err_close;
 	alen = local_addr(u, fam, port, &a);
@@ -173,6 +183,9 @@ static int open_rx(struct urxe_udp *u, int fam, const struct urxe_udp_conf *c)
 
 	if (rc >= 0) {
 		u->rx[fam] = (int8_t)rc;
+		/* Without GRO (old kernels) datagrams simply come one by one. */
+		if (c->gso)
+			set_int(u->socks[rc].fd, IPPROTO_UDP, UDP_GRO, 1);
 		return 0;
 	}
 	if (c->loopback)
@@ -206,6 +219,7 @@ int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out)
 	if (!u)
 		return -ENOMEM;
 	u->loopback = conf->loopback;
+	u->gso = conf->gso;
 	u->lo_addr = conf->lo_addr;
 	u->ifindex = conf->ifc ? conf->ifc->ifindex : 0;
 	memset(u->rx, -1, sizeof(u->rx));
@@ -403,6 +417,11 @@ static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
 	h->msg_iovlen = o->niov;
 	h->msg_control = ctl->buf;
 	tx_cmsgs(u, s, o, h);
+	if (o->gso_size) {
+		uint16_t seg = o->gso_size;
+
+		cmsg_put(h, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+	}
 }
 
 int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
@@ -491,6 +510,9 @@ static void rx_cmsg(struct cmsghdr *c, struct urxe_udp_in *in)
 	case KEY(IPPROTO_IPV6, IPV6_HOPLIMIT):
 		in->ttl = (uint8_t)cmsg_int(c);
 		break;
+	case KEY(SOL_UDP, UDP_GRO):
+		in->gso_size = (uint16_t)cmsg_int(c);
+		break;
 	}
 #undef KEY
 }
@@ -508,6 +530,7 @@ static void rx_finish(const struct usock *s, struct mmsghdr *m,
 	in->dport = s->port;
 	in->tos = 0;
 	in->ttl = 0;
+	in->gso_size = 0;
 	if (a->sa.sa_family == AF_INET) {
 		gid_from_v4(in->src, &a->in.sin_addr);
 		in->sport = ntohs(a->in.sin_port);

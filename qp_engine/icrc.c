@@ -144,8 +144,8 @@ uint32_t urxe_icrc_tx(const uint8_t *src, const uint8_t *dst, uint16_t sport,
  * 17 columns of L are independent (a CRC-32 tells apart any change within
  * 32 consecutive bits), so the solution, if any, is unique.  It is then
  * accepted only if plausible: DF set, and the ID 0 (urxe peers; Linux
- * sends ID 0 with IP_PMTUDISC_DO) or just after the last ID seen from
- * that source (kernel rxe increments it).  That keeps the check close to a
+ * sends ID 0 with IP_PMTUDISC_DO), a GSO segment's small index, or just
+ * after the last ID seen from that source (kernel rxe increments it).  That keeps the check close to a
  * full 32-bit one while accepting what kernel rxe sends.
  */
 #define ID_BITS 17			/* 16 ID bits, then DF */
@@ -227,6 +227,40 @@ static const struct id_basis *id_basis_for(uint32_t stream_len)
 	return b;
 }
 
+/* Columns of the ID part of L for one stream length, per thread. */
+struct id_cols {
+	uint32_t len;
+	uint32_t col[16];
+};
+
+static __thread struct id_cols cols_cache[4];
+static __thread unsigned int cols_next;
+
+uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id)
+{
+	uint32_t stream_len = len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN -
+			      URXE_ICRC_LEN, d = 0, zero;
+	struct id_cols *c = NULL;
+	int k, j;
+
+	if (!id)
+		return 0;
+	for (k = 0; k < 4; k++)
+		if (cols_cache[k].len == stream_len)
+			c = &cols_cache[k];
+	if (!c) {
+		c = &cols_cache[cols_next++ % 4];
+		zero = crc_bit_stream(stream_len, -1);
+		for (j = 0; j < 16; j++)
+			c->col[j] = crc_bit_stream(stream_len, j) ^ zero;
+		c->len = stream_len;
+	}
+	for (j = 0; j < 16; j++)
+		if (id & (1u << j))
+			d ^= c->col[j];
+	return d;
+}
+
 static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
 {
 	const struct id_basis *b = id_basis_for(stream_len);
@@ -246,22 +280,30 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
 /*
  * Linux draws IPv4 IDs from per-destination counters that also jump by a
  * random amount up to the jiffies elapsed since their last use: the
- * window grows by one per millisecond of silence from that source.
+ * window grows by one per millisecond of silence from that source.  A
+ * urxe peer's GSO send numbers its segments 0, 1, 2, ... (ID_GSO_SEGS at
+ * most); split anywhere before us (software segmentation on a device
+ * without checksum offload, a receiver without GRO), they come one by
+ * one with those small IDs.
  */
+#define ID_GSO_SEGS 64
+
 static bool id_plausible(uint32_t src, uint16_t id, uint64_t now_ns)
 {
 	struct id_seen *s = &seen[(src * 2654435761u) >> 26];
 	uint64_t window = ID_WINDOW;
 	bool ok;
 
+	if (id < ID_GSO_SEGS)
+		return true;
 	if (!s->used || s->src != src) {
 		ok = true;		/* first packet from this source */
 	} else {
 		if (now_ns > s->last_ns)
 			window += (now_ns - s->last_ns) / 1000000;
-		ok = id == 0 || (uint16_t)(id - s->last_id) - 1u < window;
+		ok = (uint16_t)(id - s->last_id) - 1u < window;
 	}
-	if (ok && id) {
+	if (ok) {
 		s->used = true;
 		s->src = src;
 		s->last_id = id;
@@ -289,22 +331,25 @@ static int rx_match(const uint8_t *roce, uint32_t len,
 				roce);
 	} else {
 		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
-					      meta->sport, meta->dport, len, 0,
-					      true);
+					      meta->sport, meta->dport, len,
+					      meta->ip_id_hint, true);
 		urxe_icrc_begin(&c, ph, ip_len, ph + ip_len, roce);
 	}
 	urxe_icrc_update(&c, roce + URXE_BTH_LEN,
 			 len - URXE_BTH_LEN - URXE_ICRC_LEN);
 	got = urxe_icrc_end(&c);
-	if (got == want)
-		return 1;	/* exact, or IPv4 with ID 0 and DF: urxe peers */
+	if (got == want) {
+		/* exact, or IPv4 with the hinted ID and DF: urxe peers */
+		*id = ip_len == IPV4_MIN_HDR_LEN ? meta->ip_id_hint : 0;
+		return 1;
+	}
 	if (meta->ip_hdr_known || ip_len != IPV4_MIN_HDR_LEN)
 		return 0;
 	/* got assumed DF set: the solution's DF bit must come out clear. */
 	if (!id_solve(len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN - URXE_ICRC_LEN,
 		      got ^ want, &bits) || (bits & (1u << 16)))
 		return 0;	/* no solution, or DF clear: not RoCE as sent */
-	*id = (uint16_t)bits;
+	*id = (uint16_t)(bits ^ meta->ip_id_hint);
 	return 2;
 }
 

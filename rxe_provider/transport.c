@@ -16,15 +16,22 @@
 
 #include "provider_int.h"
 
-#define RX_BATCH 32
-#define RX_BUF 9216			/* a jumbo frame's datagram */
+#define RX_BATCH 16
+#define RX_BUF 65536			/* a GRO datagram: up to 64 KiB */
+#define FAULT_BUF 9216			/* one packet, jumbo frames included */
 
 #define URXE_DEV_TX_BATCH 32
+/*
+ * One GSO send: at most this many bytes (an IPv4 datagram's payload is
+ * at most 65507) and segments; 15 packets of a 4096-byte MTU fit.
+ */
+#define GSO_MAX_BYTES 65000
+#define GSO_MAX_SEGS 64
 
 /* Fault injection's scratch: corrupted copies and the held packet. */
 struct urxe_dev_tx {
-	uint8_t corrupt[2 * URXE_DEV_TX_BATCH][RX_BUF];
-	uint8_t held[RX_BUF];
+	uint8_t corrupt[2 * URXE_DEV_TX_BATCH][FAULT_BUF];
+	uint8_t held[FAULT_BUF];
 	size_t held_len;
 	struct urxe_pkt held_pkt;
 };
@@ -77,21 +84,32 @@ static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
 	 * which would die at the first router.  Kernel rxe does the same.
 	 */
 	o->ttl = 0;
+	o->gso_size = 0;
 	o->iov = iov;
 	o->niov = niov;
 }
 
-/* Records a datagram as it left (after fault injection). */
-static void capture_tx(struct urxe_dev *dev, const struct urxe_udp_out *o)
+/* Records a packet as it left (after fault injection), with its IP ID. */
+static void capture_tx(struct urxe_dev *dev, const struct urxe_udp_out *o,
+		       const struct iovec *pkt, uint16_t ip_id)
 {
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst,
 		.sport = urxe_udp_sport(dev->udp, o->sport),
 		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64,
-		.roce = o->iov->iov_base, .len = (uint32_t)o->iov->iov_len,
+		.ip_id = ip_id,
+		.roce = pkt->iov_base, .len = (uint32_t)pkt->iov_len,
 	};
 
 	urxe_capture_write(dev->cap, &c);
+}
+
+static void capture_out(struct urxe_dev *dev, const struct urxe_udp_out *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < (o->gso_size ? o->niov : 1); i++)
+		capture_tx(dev, o, &o->iov[i], (uint16_t)i);
 }
 
 /*
@@ -158,11 +176,118 @@ static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
 	return k;
 }
 
+static bool same_flow(const struct urxe_udp_out *a,
+		      const struct urxe_udp_out *b)
+{
+	return a->sport == b->sport && a->tos == b->tos && a->ttl == b->ttl &&
+	       !memcmp(a->dst, b->dst, 16) && !memcmp(a->src, b->src, 16);
+}
+
+/*
+ * Segment i of a GSO send leaves with IPv4 ID i, which its ICRC covers:
+ * adjusts the ICRCs of segments 1.. of @o (a second call restores them).
+ */
+static void gso_fix_icrcs(const struct urxe_udp_out *o)
+{
+	unsigned int i;
+
+	if (memcmp(o->dst, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+		return;				/* IPv6: no ID */
+	for (i = 1; i < o->niov; i++) {
+		uint8_t *p = o->iov[i].iov_base;
+		uint32_t len = (uint32_t)o->iov[i].iov_len;
+		uint8_t *icrc = p + len - 4;
+
+		uint32_t v = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 |
+			     (uint32_t)icrc[2] << 16 | (uint32_t)icrc[3] << 24;
+
+		v ^= urxe_icrc_ipv4_id_delta(len, (uint16_t)i);
+		icrc[0] = (uint8_t)v;
+		icrc[1] = (uint8_t)(v >> 8);
+		icrc[2] = (uint8_t)(v >> 16);
+		icrc[3] = (uint8_t)(v >> 24);
+	}
+}
+
+/*
+ * Folds runs of packets of one flow and one size (the last may be
+ * shorter) — the middle packets of a message — into GSO sends.  @out
+ * (k entries of one iovec each) becomes @g; returns its length.
+ */
+static unsigned int gso_merge(const struct urxe_udp_out *out, unsigned int k,
+			      struct urxe_udp_out *g, struct iovec *giov)
+{
+	unsigned int j = 0, ng = 0, m, nio = 0;
+
+	while (j < k) {
+		size_t seg = out[j].iov[0].iov_len, total = seg;
+
+		g[ng] = out[j];
+		for (m = 1; j + m < k && m < GSO_MAX_SEGS; m++) {
+			const struct urxe_udp_out *o = &out[j + m];
+			size_t len = o->iov[0].iov_len;
+
+			if (o->niov != 1 || len > seg || !same_flow(o, &out[j]) ||
+			    total + len > GSO_MAX_BYTES)
+				break;
+			total += len;
+			if (len < seg) {
+				m++;		/* a shorter one ends the run */
+				break;
+			}
+		}
+		if (m > 1 && out[j].niov == 1) {
+			unsigned int i;
+
+			for (i = 0; i < m; i++)
+				giov[nio + i] = out[j + i].iov[0];
+			g[ng].iov = &giov[nio];
+			g[ng].niov = m;
+			g[ng].gso_size = (uint16_t)seg;
+			gso_fix_icrcs(&g[ng]);
+			nio += m;
+			j += m;
+		} else {
+			j++;
+		}
+		ng++;
+	}
+	return ng;
+}
+
+/*
+ * A GSO send the kernel refused (no UDP_SEGMENT, a segment over the path
+ * MTU, ...): its packets go one by one, with the ICRCs for ID 0 again.
+ */
+static int gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o)
+{
+	struct urxe_udp_out one = *o;
+	unsigned int i;
+	int rc;
+
+	gso_fix_icrcs(o);		/* XOR again: back to ID 0 */
+	if (++dev->gso_failures >= 3 && dev->gso) {
+		dev->gso = false;
+		urxe_dbg("%s: the kernel refuses UDP GSO here; sending packet by packet",
+			 dev->desc.name);
+	}
+	one.gso_size = 0;
+	one.niov = 1;
+	for (i = 0; i < o->niov; i++) {
+		one.iov = &o->iov[i];
+		rc = urxe_udp_send(dev->udp, &one, 1, NULL);
+		if (rc == 1 && dev->cap)
+			capture_tx(dev, &one, one.iov, 0);
+	}
+	return 1;
+}
+
 static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
 	struct urxe_dev *dev = priv;
-	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH];
-	struct iovec iov[2 * URXE_DEV_TX_BATCH];
+	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH], g[2 * URXE_DEV_TX_BATCH];
+	struct iovec iov[2 * URXE_DEV_TX_BATCH], giov[2 * URXE_DEV_TX_BATCH];
+	struct urxe_udp_out *send = out;
 	unsigned int i, k, tries = 0, sent = 0;
 	int rc = 0;
 
@@ -176,23 +301,34 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		for (i = 0; i < n; i++)
 			out_from_pkt(&out[i], &pkts[i], pkts[i].iov, pkts[i].niov);
 		k = n;
+		if (dev->gso && k > 1) {
+			k = gso_merge(out, k, g, giov);
+			send = g;
+		}
 	}
 	while (sent < k) {
-		rc = urxe_udp_send(dev->udp, out + sent, k - sent, NULL);
+		rc = urxe_udp_send(dev->udp, send + sent, k - sent, NULL);
 		if (rc == -EAGAIN && ++tries <= 3) {
 			wait_writable(dev);
 			continue;
 		}
 		if (rc == -EAGAIN)
 			break;
+		if (rc < 0 && send[sent].gso_size) {
+			rc = gso_unfold(dev, &send[sent]);
+			sent++;
+			continue;
+		}
 		if (rc < 0) {
 			/* This one cannot go (no route, too big): drop it alone. */
 			urxe_dbg("%s: send: %s", dev->desc.name, strerror(-rc));
 			rc = 1;
+		} else if (send[sent].gso_size) {
+			dev->gso_failures = 0;
 		}
 		if (dev->cap)
 			for (i = sent; i < sent + (unsigned int)rc; i++)
-				capture_tx(dev, &out[i]);
+				capture_out(dev, &send[i]);
 		sent += (unsigned int)rc;
 	}
 	/* The engine's packets are all accounted for, whatever the wire did. */
@@ -231,6 +367,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 		for (i = 0; i < n; i++) {
 			struct urxe_udp_in *in = &rx->in[i];
 			struct urxe_rx_meta meta;
+			uint32_t off, seg;
 
 			if (in->truncated)
 				continue;
@@ -242,9 +379,18 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 			meta.tos = in->tos;
 			meta.ttl = in->ttl;
 			meta.now_ns = now;
-			if (dev->cap)
-				capture_rx(dev, in, &meta);
-			urxe_engine_input(eng, in->buf, in->len, &meta);
+			/* A GRO datagram: packets of gso_size, the last shorter. */
+			seg = in->gso_size ? in->gso_size : in->len;
+			for (off = 0; off < in->len; off += seg) {
+				struct urxe_udp_in one = *in;
+
+				one.buf = in->buf + off;
+				one.len = in->len - off < seg ? in->len - off : seg;
+				if (dev->cap)
+					capture_rx(dev, &one, &meta);
+				urxe_engine_input(eng, one.buf, one.len, &meta);
+				meta.ip_id_hint++;
+			}
 		}
 		total += n;
 	}
@@ -312,6 +458,7 @@ static void debug_knobs(struct urxe_dev *dev)
 
 static int bind_locked(struct urxe_dev *dev)
 {
+	const char *gso = getenv("URXE_GSO");
 	struct urxe_udp_conf conf = {
 		.ifc = &dev->iface,
 		.loopback = dev->iface.loopback,
@@ -326,10 +473,17 @@ static int bind_locked(struct urxe_dev *dev)
 		dev->rx->in[i].buf = dev->rx->buf[i];
 		dev->rx->in[i].cap = RX_BUF;
 	}
+	debug_knobs(dev);
+	/*
+	 * URXE_GSO=0: one datagram per packet both ways, as a packet
+	 * capture on the interface wants.  Fault injection decides per
+	 * packet, after any batching: no GSO with it either.
+	 */
+	dev->gso = !(gso && !strcmp(gso, "0")) && !dev->faults;
+	conf.gso = dev->gso;
 	rc = urxe_udp_open(&conf, &dev->udp);
 	if (rc)
 		goto err_rx;
-	debug_knobs(dev);
 	/* Bind the whole source-port pool now: the descriptor set is fixed. */
 	for (unsigned int k = 0; k < URXE_UDP_TX_POOL; k++)
 		urxe_udp_sport(dev->udp, (uint16_t)(URXE_UDP_SPORT_BASE + k));
@@ -343,6 +497,12 @@ err_udp:
 	urxe_udp_close(dev->udp);
 	dev->udp = NULL;
 err_rx:
+	urxe_capture_close(dev->cap);
+	dev->cap = NULL;
+	urxe_faults_destroy(dev->faults);
+	dev->faults = NULL;
+	free(dev->tx);
+	dev->tx = NULL;
 	free(dev->rx);
 	dev->rx = NULL;
 	return rc;

@@ -326,6 +326,12 @@ struct urxe_rx_meta {
 	bool ip_hdr_known;		/* @ip points at the real IP header */
 	const uint8_t *ip;
 	uint32_t ip_len;
+	/*
+	 * IPv4 from a socket: the ID the packet most likely carried (segment
+	 * i of a GRO datagram: i, as a GSO sender's kernel numbers them);
+	 * tried first, before the ID is solved for.
+	 */
+	uint16_t ip_id_hint;
 };
 
 struct urxe_stats_rec;
@@ -384,6 +390,12 @@ void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);
  * was sent with, solved from its ICRC (0 if it matches as is); false if
  * no ID makes the ICRC match.  No state changes: for captures.
  */
+/*
+ * What to XOR into the ICRC of an IPv4 RoCE packet of @len bytes (BTH ..
+ * ICRC) computed for IP ID 0 to make it right for IP ID @id.
+ */
+uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id);
+
 bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
 			  const struct urxe_rx_meta *meta, uint16_t *ip_id);
 

@@ -204,6 +204,11 @@ struct urxe_udp_conf {
 	const struct urxe_iface *ifc;	/* may be NULL on loopback */
 	bool loopback;
 	struct in_addr lo_addr;		/* loopback: the slot's address */
+	/*
+	 * GSO sends and GRO receives (real IPv4 UDP checksums then); else
+	 * one datagram per packet, IPv4 checksum 0 (SO_NO_CHECK).
+	 */
+	bool gso;
 };
 
 /*
@@ -232,6 +237,12 @@ struct urxe_udp_out {
 	uint16_t sport;			/* desired UDP source port */
 	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
 	uint8_t ttl;			/* 0: the kernel default */
+	/*
+	 * GSO: nonzero, the iovec holds several RoCE packets of this size
+	 * (the last may be shorter), sent as one and split by the kernel
+	 * (UDP_SEGMENT), segment i with IPv4 ID i.
+	 */
+	uint16_t gso_size;
 	const struct iovec *iov;
 	unsigned int niov;
 };
@@ -264,6 +275,8 @@ struct urxe_udp_in {
 	uint16_t dport;
 	uint8_t tos;
 	uint8_t ttl;
+	/* GRO: nonzero, buf holds several packets of this size (last shorter) */
+	uint16_t gso_size;
 	bool truncated;
 };
 

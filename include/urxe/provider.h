@@ -67,6 +67,8 @@ struct urxe_dev {
 	struct urxe_dev_tx *tx;		/* fault injection scratch */
 	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */
 	struct urxe_capture *cap;	/* URXE_PCAP, or NULL */
+	bool gso;			/* send runs of packets as one (UDP GSO) */
+	unsigned int gso_failures;	/* GSO sends refused in a row */
 };
 
 /* Looks up or creates this process's instance of @desc. */

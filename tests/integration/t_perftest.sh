@@ -59,16 +59,19 @@ result_line() {
 }
 
 # pt WHERE PROG [PCAP [REP]]: one server/client run of PROG; WHERE is lo
-# or ns.  With PCAP non-empty (lo only) it runs under tcpdump and the
-# capture is validated.  REP numbers a repeated run.
+# or ns.  With PCAP "pcap" (lo only) it runs under tcpdump, one datagram
+# per packet (URXE_GSO=0), and the capture is validated; with "upcap" each
+# process records what it sends and receives (URXE_PCAP: per-packet truth
+# of GSO sends and GRO receives) and both files are validated.  REP
+# numbers a repeated run.
 pt() {
 	local where=$1 prog=$2 pcap=${3:-} rep=${4:-} port name desc srv cli \
 		host gidx line n opts f
-	local -a o hosts
+	local -a o hosts penv=() files
 	opts=$(opts_of "$prog")
 	read -ra o <<<"$opts"
 	next_port port
-	name="${where}_$prog${pcap:+_pcap}${rep:+_$rep}"
+	name="${where}_$prog${pcap:+_$pcap}${rep:+_$rep}"
 	case $where in
 	lo) srv=(as_user) cli=(as_user) host=localhost gidx=0 ;;
 	ns)
@@ -77,21 +80,24 @@ pt() {
 		host=198.18.0.1 gidx=1
 		;;
 	esac
-	desc="$where: $prog -x $gidx${opts:+ $opts} -n $ITERS${pcap:+ (captured)}${rep:+ (run $rep)}"
+	desc="$where: $prog -x $gidx${opts:+ $opts} -n $ITERS${pcap:+ ($pcap)}${rep:+ (run $rep)}"
 	local args=("$URXE" run -- "$prog" -d rxe0 -x "$gidx" -F "${o[@]}"
 		    -n "$ITERS" -p "$port")
-	[ -z "$pcap" ] || pcap_start "pt_$name" lo
-	if ! serve "$name.srv" "$port" "${srv[@]}" "${NOLEAK[@]}" URXE_LOG=debug \
-		"${args[@]}"; then
+	case $pcap in
+	pcap) pcap_start "pt_$name" lo; penv=(URXE_GSO=0) ;;
+	upcap) penv=("URXE_PCAP=$WORK/tmp/pt_$name-%p.pcap") ;;
+	esac
+	if ! serve "$name.srv" "$port" "${srv[@]}" "${NOLEAK[@]}" "${penv[@]}" \
+		URXE_LOG=debug "${args[@]}"; then
 		reap "$BG_PID"
 		fail "$desc: the server did not start listening on TCP $port"
 		show "$name.srv"
-		[ -z "$pcap" ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+		[ "$pcap" != pcap ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
 		return
 	fi
 	local spid=$BG_PID
-	capture "$name.cli" "${cli[@]}" "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}" \
-		"$host"
+	capture "$name.cli" "${cli[@]}" "${NOLEAK[@]}" "${penv[@]}" URXE_LOG=debug \
+		"${args[@]}" "$host"
 	local crc=$RC
 	reap "$spid"
 	local src=$RC
@@ -138,6 +144,21 @@ pt() {
 		;;
 	esac
 	[ -n "$pcap" ] || return 0
+	if [ "$pcap" = upcap ]; then
+		mapfile -t files < <(ls "$WORK/tmp/pt_$name"-*.pcap 2>/dev/null)
+		if [ "${#files[@]}" -ne 2 ]; then
+			fail "$desc: expected 2 URXE_PCAP files, found ${#files[@]}"
+			return
+		fi
+		capture "$name.validate" "$B/tests/urxe-validate" "${files[@]}"
+		if [ "$RC" -eq 0 ]; then
+			pass "$desc: urxe-validate accepts both processes' captures ($(head -n 1 "$(out "$name.validate")"))"
+		else
+			fail "$desc: urxe-validate exit $RC on the URXE_PCAP files"
+			head -n 20 "$(err "$name.validate")" | sed 's/^/#     | /'
+		fi
+		return 0
+	fi
 	mapfile -t hosts < <(gid_hosts "$name.srv" "$name.cli")
 	pcap_check "pt_$name" "$desc" "${hosts[@]}"
 	case $prog in
@@ -194,6 +215,9 @@ for p in ib_write_bw ib_read_bw ib_send_bw; do
 	fi
 done
 
+for p in ib_write_bw ib_read_bw ib_send_bw; do
+	pt lo "$p" upcap
+done
 if [ "$ROOT" -eq 1 ] && command -v tcpdump >/dev/null; then
 	for p in "${BWS[@]}"; do
 		pt lo "$p" pcap

@@ -48,16 +48,20 @@ reports() {
 	fi
 }
 
-# pp WHERE SIZE ITERS FLAGS: one server/client run; WHERE is lo, ns4 or
-# ns6.  Checks both exit codes, the server's data check, what each end
-# says about the transfer and the peer's GID, and the capture.
+# pp WHERE SIZE ITERS FLAGS [gso]: one server/client run; WHERE is lo, ns4
+# or ns6.  Checks both exit codes, the server's data check, what each end
+# says about the transfer and the peer's GID, and the capture.  A captured
+# run sends one datagram per packet (URXE_GSO=0), so that tcpdump records
+# each; "gso" runs uncaptured, with GSO sends and GRO receives.
 pp() {
 	local where=$1 size=$2 n=$3 flags=$4 port name desc srv cli host gidx \
-		srv_gid cli_gid iface pns="" bytes
-	local -a fl hosts
+		srv_gid cli_gid iface pns="" bytes cap=$PCAP
+	local -a fl hosts genv=()
+	[ "${5:-}" != gso ] || cap=0
+	[ "$cap" -eq 0 ] || genv=(URXE_GSO=0)
 	read -ra fl <<<"$flags"
 	next_port port
-	name="${where}_${size}${flags// /}"
+	name="${where}_${size}${flags// /}${5:+_$5}"
 	case $where in
 	lo)
 		srv=(as_user) cli=(as_user) host=localhost gidx=0 iface=lo
@@ -74,19 +78,19 @@ pp() {
 		fi
 		;;
 	esac
-	desc="$where: ibv_rc_pingpong -g $gidx -s $size -n $n $flags"
-	[ "$PCAP" -eq 0 ] || pcap_start "pp_$name" "$iface" "$pns"
+	desc="$where: ibv_rc_pingpong -g $gidx -s $size -n $n $flags${5:+ ($5)}"
+	[ "$cap" -eq 0 ] || pcap_start "pp_$name" "$iface" "$pns"
 	local args=(ibv_rc_pingpong -d rxe0 -g "$gidx" -p "$port" -s "$size"
 		    -n "$n" "${fl[@]}")
-	if ! serve "$name.srv" "$port" "${srv[@]}" URXE_LOG=debug "$LIB" "${args[@]}"; then
+	if ! serve "$name.srv" "$port" "${srv[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}"; then
 		reap "$BG_PID"
 		fail "$desc: the server did not start listening on TCP $port"
 		show "$name.srv"
-		[ "$PCAP" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+		[ "$cap" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
 		return
 	fi
 	local spid=$BG_PID
-	capture "$name.cli" "${cli[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host"
+	capture "$name.cli" "${cli[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host"
 	local crc=$RC
 	reap "$spid"
 	local src=$RC
@@ -114,7 +118,7 @@ pp() {
 		"$name.cli" "^  remote address: .* GID $srv_gid\$"
 	expect_match "$desc: the server's peer is the client's GID $cli_gid" \
 		"$name.srv" "^  remote address: .* GID $cli_gid\$"
-	if [ "$PCAP" -eq 1 ]; then
+	if [ "$cap" -eq 1 ]; then
 		mapfile -t hosts < <(gid_hosts "$name.srv" "$name.cli")
 		pcap_check "pp_$name" "$desc" "${hosts[@]}"
 		pcap_has "pp_$name" "$desc: the capture holds RC SENDs" 00 01 02 03 04 05
@@ -129,6 +133,10 @@ for r in "${RUNS[@]}"; do
 		pp lo "${r%:*}" "${r#*:}" "$f"
 	done
 done
+if [ "$PCAP" -eq 1 ]; then
+	pp lo 1048576 10 "-c" gso
+	pp lo 65536 50 "-c -e" gso
+fi
 
 # --- (b) two namespaces over a veth pair --------------------------------------
 
@@ -168,5 +176,9 @@ for r in "${RUNS[@]}"; do
 	done
 done
 pp ns6 65536 20 "-c"
+if [ "$PCAP" -eq 1 ]; then
+	pp ns4 1048576 10 "-c" gso
+	pp ns6 1048576 10 "-c -e" gso
+fi
 
 finish

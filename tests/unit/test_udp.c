@@ -728,6 +728,66 @@ START_TEST(wildcard_v4_v6)
 }
 END_TEST
 
+/*
+ * GSO out, GRO in: three packets (two of one size, a shorter last) leave
+ * in one send and arrive as one datagram with its segment size, in order
+ * and intact; without GSO the sockets send IPv4 checksum 0, with it they
+ * may not (the kernel refuses GSO on SO_NO_CHECK sockets).
+ */
+START_TEST(gso_gro)
+{
+	static uint8_t big[3][1500];
+	struct urxe_udp_conf c = { .loopback = true, .gso = true };
+	struct urxe_udp *ga = NULL, *gb = NULL;
+	struct iovec iov[3] = {
+		{ big[0], 1200 }, { big[1], 1200 }, { big[2], 700 },
+	};
+	uint8_t gid_a[16], gid_b[16], *p;
+	struct urxe_udp_in in;
+	int fds[URXE_UDP_MAX_FDS], i, rc = -EADDRINUSE, got = 0;
+	int64_t end;
+
+	for (i = 0; i < 200 && rc == -EADDRINUSE; i++) {
+		c.lo_addr = urxe_slot_loopback_addr(300 + (unsigned int)i);
+		rc = urxe_udp_open(&c, &ga);
+	}
+	ck_assert_int_eq(rc, 0);
+	gid_v4(gid_a, c.lo_addr);
+	for (rc = -EADDRINUSE; i < 400 && rc == -EADDRINUSE; i++) {
+		c.lo_addr = urxe_slot_loopback_addr(300 + (unsigned int)i);
+		rc = urxe_udp_open(&c, &gb);
+	}
+	ck_assert_int_eq(rc, 0);
+	gid_v4(gid_b, c.lo_addr);
+	ck_assert_uint_eq(urxe_udp_sport(ga, 1), URXE_UDP_SPORT_BASE + 1);
+	urxe_udp_fds(ga, fds);
+	ck_assert_int_eq(get_int(fds[1], SOL_SOCKET, SO_NO_CHECK), 0);
+	ck_assert_int_eq(get_int(fds[0], IPPROTO_UDP, UDP_GRO), 1);
+
+	for (i = 0; i < 3; i++)
+		fill(big[i], iov[i].iov_len, (uint32_t)i);
+	struct urxe_udp_out o = { .dst = gid_b, .src = gid_a, .sport = 1,
+				  .gso_size = 1200, .iov = iov, .niov = 3 };
+	ck_assert_int_eq(urxe_udp_send(ga, &o, 1, NULL), 1);
+
+	memset(&in, 0, sizeof(in));
+	in.buf = malloc(65536);
+	in.cap = 65536;
+	ck_assert_ptr_nonnull(in.buf);
+	for (end = now_ms() + 2000; !got && now_ms() < end;)
+		got = urxe_udp_recv(gb, &in, 1);
+	ck_assert_int_eq(got, 1);
+	ck_assert_uint_eq(in.len, 3100);
+	ck_assert_uint_eq(in.gso_size, 1200);
+	ck_assert_uint_eq(in.sport, URXE_UDP_SPORT_BASE + 1);
+	for (i = 0, p = in.buf; i < 3; p += iov[i].iov_len, i++)
+		ck_assert_mem_eq(p, big[i], iov[i].iov_len);
+	free(in.buf);
+	urxe_udp_close(ga);
+	urxe_udp_close(gb);
+}
+END_TEST
+
 static Suite *udp_suite(void)
 {
 	Suite *s = suite_create("udp");
@@ -742,6 +802,7 @@ static Suite *udp_suite(void)
 	tcase_add_test(lo, truncated);
 	tcase_add_test(lo, flood_no_reader);
 	tcase_add_test(lo, errors);
+	tcase_add_test(lo, gso_gro);
 	suite_add_tcase(s, lo);
 	tcase_set_timeout(wild, 30);
 	tcase_add_test(wild, wildcard_v4_v6);
