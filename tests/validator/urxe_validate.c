@@ -18,8 +18,12 @@
  * A retransmission (going back) leaves the stream's front where it was;
  * with -l (a capture of a lossy run, where frames were dropped before the
  * capture saw them) a jump ahead is counted as a gap instead of an error.
+ * With -o (a capture taken on the sending host, where the device computes
+ * UDP checksums: tcpdump sees them before it does) a checksum field that
+ * holds exactly the pseudo-header sum, as Linux leaves it for the device,
+ * is accepted too.
  *
- * usage: urxe-validate [-v] [-l] FILE...   exit 0 when every frame is valid
+ * usage: urxe-validate [-v] [-l] [-o] FILE...   exit 0 when every frame is valid
  */
 #include <arpa/inet.h>
 #include <pcap/pcap.h>
@@ -52,6 +56,7 @@ struct stats {
 static struct flow flows[MAX_FLOWS];
 static int verbose;
 static int lossy;	/* -l: the capture saw losses; gaps are not errors */
+static int offload;	/* -o: partial (offloaded) UDP checksums are fine */
 
 static struct flow *flow_of(const uint8_t *src, const uint8_t *dst,
 			    uint32_t dqpn)
@@ -93,6 +98,14 @@ static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t n)
 	if (n & 1)
 		sum += (uint32_t)p[n - 1] << 8;
 	return sum;
+}
+
+/* What Linux leaves in the field for a device that offloads the sum. */
+static uint16_t udp_csum_partial(bool v6, const uint8_t *ip, uint32_t udp_len)
+{
+	uint32_t sum = csum_add(0, v6 ? ip + 8 : ip + 12, v6 ? 32 : 8);
+
+	return (uint16_t)csum_fold(sum + 17 + udp_len);
 }
 
 /* The UDP checksum over the pseudo header; 0 when correct. */
@@ -297,7 +310,8 @@ static int check_frame(struct stats *st, unsigned long n, int dlt,
 	if (udp_len != rest - ip_len)
 		return fail(st, n, "UDP length disagrees with the IP length");
 	if ((v6 || urxe_get16(udp + 6)) && udp_csum(v6, ip, udp, udp_len) &&
-	    !(v6 && !urxe_get16(udp + 6)))
+	    !(v6 && !urxe_get16(udp + 6)) &&
+	    !(offload && urxe_get16(udp + 6) == udp_csum_partial(v6, ip, udp_len)))
 		return fail(st, n, "bad UDP checksum");
 	if (v6 && !urxe_get16(udp + 6))
 		fprintf(stderr, "frame %lu: note: IPv6 UDP checksum 0 (kernel rxe does this)\n", n);
@@ -341,12 +355,16 @@ int main(int argc, char **argv)
 			lossy = 1;
 			continue;
 		}
+		if (!strcmp(argv[i], "-o")) {
+			offload = 1;
+			continue;
+		}
 		if (validate(argv[i], &st))
 			return 2;
 		files++;
 	}
 	if (!files) {
-		fprintf(stderr, "usage: urxe-validate [-v] [-l] FILE...\n");
+		fprintf(stderr, "usage: urxe-validate [-v] [-l] [-o] FILE...\n");
 		return 2;
 	}
 	printf("%lu frames, %lu RoCEv2, %lu invalid, %lu retransmitted, %lu gaps\n",

@@ -14,7 +14,9 @@
 #      until the VM has booted (host.sh cmd, vm_script.sh).
 # host.sh captures the tap while its programs run (not vm.sh's PCAP, which
 # drops frames under load: see there); every capture, and each side's half
-# of it, must pass urxe-validate, with no frame dropped by the capture, and
+# of it, must pass urxe-validate (-o: urxe sends GSO runs with real UDP
+# checksums, which the tap device computes after tcpdump sees the frames),
+# with no frame dropped by the capture, and
 # each side must have sent the opcodes its role implies.  Both sides of
 # every program must exit 0, and no perftest may print "Failed status".
 #
@@ -135,7 +137,7 @@ pcap_ok() {
 		fail "capture $1 is incomplete: $(grep packets "$t" | tr '\n' ' ')"
 		return
 	fi
-	capture "val-$1" "$VALIDATE" "$f"
+	capture "val-$1" "$VALIDATE" -o "$f"
 	if [ "$RC" -eq 0 ]; then
 		pass "capture $1 passes urxe-validate ($(head -n 1 "$(out "val-$1")"))"
 	else
@@ -151,7 +153,7 @@ pcap_side() {
 	shift 3
 	v=val-$cap.$side
 	tcpdump -r "$WORK/cap-$cap.pcap" -w "$f" "src host $src" 2>/dev/null
-	capture "$v" "$VALIDATE" "$f"
+	capture "$v" "$VALIDATE" -o "$f"
 	if [ "$RC" -ne 0 ]; then
 		fail "capture $cap: $side's frames ($src) fail urxe-validate: exit $RC"
 		show "$v"
