@@ -167,6 +167,8 @@ print("junk sent:", " ".join("%s=%d" % kv for kv in sorted(sent.items())))
 '
 
 desc="junk at a live server during a transfer"
+# 40000 atomics, one round trip each, keep the transfer going for a second
+# or more after the bulk streams: the junk arrives while it runs.
 next_port port
 if ! serve junk.srv "$port" as_user URXE_LOG=debug "$LIB" "$XFER" -p "$port" -t 60; then
 	reap "$BG_PID"
@@ -175,7 +177,7 @@ if ! serve junk.srv "$port" as_user URXE_LOG=debug "$LIB" "$XFER" -p "$port" -t 
 else
 	spid=$BG_PID
 	bg_user junk.cli as_user URXE_LOG=debug "$LIB" "$XFER" -p "$port" -t 60 \
-		-m all -s 24 -a 3000 localhost
+		-m all -s 24 -a 40000 localhost
 	cpid=$BG_PID
 	if wait_for 20 grep -q '^local: ' "$(out junk.srv)"; then
 		read -r sqpn sip < <(sed -En \
