@@ -718,6 +718,10 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "-h") || !strcmp(mode, "--help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
 	if (argc < 2 || parse_opts(argc - 1, argv + 1)) {
 		fputs(usage, stderr);
 		return 2;
