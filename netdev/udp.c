@@ -260,6 +260,25 @@ unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds)
 	return u->nsocks;
 }
 
+unsigned int urxe_udp_rcvbuf(struct urxe_udp *u)
+{
+	unsigned int min = 0;
+	socklen_t len;
+	int fam, v;
+
+	for (fam = 0; fam < NFAM; fam++) {
+		if (u->rx[fam] < 0)
+			continue;
+		len = sizeof(v);
+		if (getsockopt(u->socks[u->rx[fam]].fd, SOL_SOCKET, SO_RCVBUF,
+			       &v, &len) || v <= 0)
+			continue;
+		if (!min || (unsigned int)v < min)
+			min = (unsigned int)v;
+	}
+	return min;
+}
+
 unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds)
 {
 	unsigned int n = 0;

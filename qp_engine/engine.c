@@ -22,6 +22,7 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	eng = calloc(1, sizeof(*eng));
 	if (!eng)
 		return -ENOMEM;
+	eng->window = URXE_WINDOW_PKTS;
 	eng->qps = calloc(URXE_QP_SLOTS, sizeof(*eng->qps));
 	eng->keys = calloc(URXE_KEY_SLOTS, sizeof(*eng->keys));
 	eng->tx_buf = malloc(URXE_TX_BATCH * sizeof(*eng->tx_buf));
@@ -169,6 +170,29 @@ void urxe_mem_put(struct urxe_mem *mem)
 
 /* ---- QPs ---- */
 
+/* Each QP's share of the budget; under qp_lock. */
+static void window_update(struct urxe_engine *eng)
+{
+	uint32_t w = URXE_WINDOW_PKTS;
+
+	if (eng->budget_pkts) {
+		w = eng->budget_pkts / (eng->nlive ? eng->nlive : 1);
+		w = w < URXE_WINDOW_MIN ? URXE_WINDOW_MIN :
+		    w > URXE_WINDOW_MAX ? URXE_WINDOW_MAX : w;
+	}
+	eng->window = w;
+}
+
+void urxe_engine_set_budget(struct urxe_engine *eng, uint32_t pkts)
+{
+	pthread_mutex_lock(&eng->lock);
+	pthread_mutex_lock(&eng->qp_lock);
+	eng->budget_pkts = pkts;
+	window_update(eng);
+	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_unlock(&eng->lock);
+}
+
 int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 {
 	uint32_t i, idx = 0;
@@ -207,6 +231,7 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 	memset(qp->cnt, 0, sizeof(qp->cnt));
 	eng->qps[idx] = qp;
 	eng->live[eng->nlive++] = qp;
+	window_update(eng);
 	urxe_qpstats_publish(eng);
 out:
 	pthread_mutex_unlock(&eng->qp_lock);
@@ -235,6 +260,7 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 			break;
 		}
 	}
+	window_update(eng);
 	urxe_qpstats_publish(eng);
 	pthread_mutex_unlock(&eng->qp_lock);
 	pthread_mutex_lock(&eng->list_lock);

@@ -80,13 +80,23 @@ struct urxe_engine {
 	bool io_parked;
 	/* last time an application thread ran progress (ns) */
 	_Atomic uint64_t app_progress_ns;
+	/* packets in flight: all QPs' (0: no budget), and each QP's share */
+	uint32_t budget_pkts;
+	uint32_t window;
 	/* receive completions made by this engine so far (under the lock) */
 	uint64_t cqes;
 	/* when a poller left ACKs owed (0: none); cleared by the next pass */
 	_Atomic uint64_t acks_deferred_ns;
 };
 
-#define URXE_WINDOW_PKTS 32		/* unacknowledged packets per QP */
+/*
+ * Unacknowledged packets per RC QP: the engine's budget (what the
+ * receive socket holds, urxe_engine_set_budget) shared by its QPs, within
+ * these bounds; URXE_WINDOW_PKTS without a budget.
+ */
+#define URXE_WINDOW_PKTS 32
+#define URXE_WINDOW_MIN 4
+#define URXE_WINDOW_MAX 128
 /* The engine thread leaves the sockets to polling applications... */
 #define URXE_APP_ACTIVE_NS 100000
 /* ...and looks again this often. */

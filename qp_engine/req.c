@@ -3,9 +3,10 @@
  * The requester: turns send WQEs into request packets (IBA 9.7.1 - 9.7.4).
  * Messages are cut at the path MTU; PSNs are assigned as packets first
  * leave, so a go-back-N rewind resends the very same PSNs.  RC keeps at
- * most URXE_WINDOW_PKTS packets unacknowledged (and as many READ response
- * packets awaited): an unprivileged UDP socket holds ~208 KiB, and what
- * overflows it is lost.  Progress lock held throughout.
+ * most a window of packets unacknowledged (and as many READ response
+ * packets awaited), its share of what the receive socket holds: an
+ * unprivileged UDP socket holds ~208 KiB, and what overflows it is lost.
+ * Progress lock held throughout.
  */
 #include <string.h>
 
@@ -194,15 +195,18 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	uint8_t *buf;
 
 	if (wqe->opcode == IBV_WR_RDMA_READ) {
-		uint32_t piece = URXE_WINDOW_PKTS * mtu;
-		uint32_t end = (wqe->sent / piece + 1) * piece;
+		uint32_t piece, end;
 
 		/*
-		 * Pieces start at multiples of the window, and a retry asks for
-		 * the rest of its piece only: a repeated request must lie inside
-		 * the one it repeats, or a responder drops it (IBA 9.7.5.1.3;
-		 * kernel rxe does).
+		 * Pieces start at multiples of the window the READ began with,
+		 * and a retry asks for the rest of its piece only: a repeated
+		 * request must lie inside the one it repeats, or a responder
+		 * drops it (IBA 9.7.5.1.3; kernel rxe does).
 		 */
+		if (!wqe->piece)
+			wqe->piece = qp->eng->window * mtu;
+		piece = wqe->piece;
+		end = (wqe->sent / piece + 1) * piece;
 		op = URXE_OP_READ_REQ;
 		len = (end < wqe->length ? end : wqe->length) - wqe->sent;
 		npkts = len ? (len + mtu - 1) / mtu : 1;
@@ -235,12 +239,12 @@ static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 	if (qp->type != IBV_QPT_RC)
 		return true;
 	/* (After a rewind, late answers may put acked_psn ahead of psn.) */
-	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= URXE_WINDOW_PKTS)
+	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= qp->eng->window)
 		return false;
 	if (is_rd_atomic(wqe)) {
 		if (qp->rd_outstanding >= max_rd)
 			return false;
-		if (qp->resp_pkts >= URXE_WINDOW_PKTS)
+		if (qp->resp_pkts >= qp->eng->window)
 			return false;
 	}
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs and atomics. */

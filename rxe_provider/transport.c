@@ -21,6 +21,7 @@
 #define FAULT_BUF 9216			/* one packet, jumbo frames included */
 
 #define URXE_DEV_TX_BATCH 32
+#define URXE_BUDGET_PKT_BYTES 4096
 /*
  * One GSO send: at most this many bytes (an IPv4 datagram's payload is
  * at most 65507) and segments; 15 packets of a 4096-byte MTU fit.
@@ -488,6 +489,13 @@ static int bind_locked(struct urxe_dev *dev)
 	for (unsigned int k = 0; k < URXE_UDP_TX_POOL; k++)
 		urxe_udp_sport(dev->udp, (uint16_t)(URXE_UDP_SPORT_BASE + k));
 	dev->nudp_fds = urxe_udp_rx_fds(dev->udp, dev->udp_fds);
+	/*
+	 * What the receive socket holds bounds what may be in flight toward
+	 * it; a peer's is assumed alike.  The kernel charges a packet's whole
+	 * buffer: count two MTU-sized pages a packet.
+	 */
+	urxe_engine_set_budget(dev->eng, urxe_udp_rcvbuf(dev->udp) /
+					 (2 * URXE_BUDGET_PKT_BYTES));
 	rc = urxe_engine_thread_start(dev->eng, dev->udp_fds, dev->nudp_fds);
 	if (rc)
 		goto err_udp;

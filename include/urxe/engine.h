@@ -98,6 +98,7 @@ struct urxe_send_wqe {
 	uint32_t first_psn;
 	uint32_t last_psn;
 	uint32_t sent;			/* payload bytes already sent */
+	uint32_t piece;			/* READ: bytes per request, fixed at start */
 	uint32_t rcvd;			/* READ: response bytes placed */
 	enum ibv_wc_status status;
 	/* then num_sge struct urxe_sge, or the inline data */
@@ -381,6 +382,13 @@ uint64_t urxe_engine_next_deadline(struct urxe_engine *eng);
  * poller left owed when it returned to fresh completions.
  */
 bool urxe_engine_has_work(struct urxe_engine *eng);
+
+/*
+ * How many packets the receive path holds (socket buffer over packet
+ * size): RC QPs share it as their windows of unacknowledged packets.
+ * 0: a fixed window of 32 packets per QP.
+ */
+void urxe_engine_set_budget(struct urxe_engine *eng, uint32_t pkts);
 
 /* Reads the engine's counters. */
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);

@@ -229,6 +229,11 @@ unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds);
  * arrives only there — transmit sockets drop whatever reaches them.
  */
 unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds);
+/*
+ * Bytes the receive sockets hold (SO_RCVBUF as the kernel reports it, the
+ * smallest of the families), 0 if unknown.
+ */
+unsigned int urxe_udp_rcvbuf(struct urxe_udp *u);
 
 /* One datagram to send: the RoCE bytes (BTH .. ICRC) in @iov. */
 struct urxe_udp_out {
