@@ -75,6 +75,7 @@ struct urxe_engine {
 	ev_async stop;
 	ev_timer timer;
 	ev_timer backoff;		/* application threads are polling */
+	double backoff_s;		/* its period: grows while they do */
 	ev_io io[10];
 	unsigned int nio;
 	bool io_parked;
@@ -99,8 +100,9 @@ struct urxe_engine {
 #define URXE_WINDOW_MAX 128
 /* The engine thread leaves the sockets to polling applications... */
 #define URXE_APP_ACTIVE_NS 100000
-/* ...and looks again this often. */
+/* ...and looks again this often, then less and less often, down to this. */
 #define URXE_BACKOFF_S 0.0001
+#define URXE_BACKOFF_MAX_S 0.0016
 
 /*
  * Counters of the engine as a whole, never a QP's: a transmit batch

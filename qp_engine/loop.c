@@ -54,7 +54,7 @@ static void run(struct ev_loop *loop)
 	if (apps_active(eng)) {
 		park_io(eng, true);
 		if (!ev_is_active(&eng->backoff)) {
-			ev_timer_set(&eng->backoff, URXE_BACKOFF_S, 0.0);
+			ev_timer_set(&eng->backoff, eng->backoff_s, 0.0);
 			ev_timer_start(loop, &eng->backoff);
 		}
 		if (!acks_overdue(eng))
@@ -107,8 +107,17 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)w;
 	(void)revents;
-	if (!apps_active(eng))
+	/*
+	 * Each look costs a busy core a context switch: while applications
+	 * keep polling, look less often (up to URXE_BACKOFF_MAX_S, well
+	 * within a peer's shortest retransmission timeout).
+	 */
+	if (!apps_active(eng)) {
 		park_io(eng, false);
+		eng->backoff_s = URXE_BACKOFF_S;
+	} else if (eng->backoff_s < URXE_BACKOFF_MAX_S) {
+		eng->backoff_s *= 2;
+	}
 	run(loop);
 }
 
@@ -173,6 +182,7 @@ int urxe_engine_thread_start(struct urxe_engine *eng, const int *fds,
 	eng->nio = nfds;
 	ev_timer_init(&eng->timer, on_timer, 0.0, 0.0);
 	ev_timer_init(&eng->backoff, on_backoff, URXE_BACKOFF_S, 0.0);
+	eng->backoff_s = URXE_BACKOFF_S;
 	eng->io_parked = false;
 	ev_async_init(&eng->wake, on_wake);
 	ev_async_start(eng->loop, &eng->wake);

@@ -239,7 +239,7 @@ static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 	if (qp->type != IBV_QPT_RC)
 		return true;
 	/* (After a rewind, late answers may put acked_psn ahead of psn.) */
-	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= qp->eng->window)
+	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= (int32_t)qp->eng->window)
 		return false;
 	if (is_rd_atomic(wqe)) {
 		if (qp->rd_outstanding >= max_rd)
