@@ -96,7 +96,7 @@ struct urxe_engine {
  * these bounds; URXE_WINDOW_PKTS without a budget.
  */
 #define URXE_WINDOW_PKTS 32
-#define URXE_WINDOW_MIN 4
+#define URXE_WINDOW_MIN 1
 #define URXE_WINDOW_MAX 128
 /* The engine thread leaves the sockets to polling applications... */
 #define URXE_APP_ACTIVE_NS 100000

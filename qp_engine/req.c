@@ -148,6 +148,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	struct urxe_tx_path path;
 	struct urxe_bth bth;
 	bool first = wqe->sent == 0, last;
+	uint32_t every;
 	uint8_t *buf;
 	int rc = 0;
 
@@ -156,8 +157,16 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	last = wqe->sent + paylen == wqe->length;
 	bth_init(qp, wqe, data_op(wqe, first, last), last, &bth);
 	qp->unacked_pkts++;
+	/*
+	 * Ask for an ACK at a message's end, every few packets (half the
+	 * window at most), and on the packet that fills the window: a
+	 * window smaller than the ACK interval must not wait for a timeout.
+	 */
+	every = eng->window < 2 * URXE_ACK_EVERY ? eng->window : URXE_ACK_EVERY;
 	bth.ackreq = qp->type == IBV_QPT_RC &&
-		     (last || qp->unacked_pkts >= URXE_ACK_EVERY);
+		     (last || qp->unacked_pkts >= (every ? every : 1) ||
+		      urxe_psn_diff(urxe_psn_add(qp->psn, 1), qp->acked_psn) >=
+		      (int32_t)eng->window);
 	if (bth.ackreq)
 		qp->unacked_pkts = 0;
 	oi = urxe_opinfo(bth.opcode);

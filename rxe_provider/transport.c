@@ -210,15 +210,42 @@ static void gso_fix_icrcs(const struct urxe_udp_out *o)
 	}
 }
 
+static int flow_cmp(const struct urxe_udp_out *a, const struct urxe_udp_out *b)
+{
+	int c = memcmp(a->dst, b->dst, 16);
+
+	return c ? c : (int)a->sport - (int)b->sport;
+}
+
+/*
+ * Groups the batch by destination and source port, keeping the order
+ * within each group: a flow's (a QP's) packets stay in order, packets of
+ * many QPs sharing a pool port come together and can leave as one.
+ */
+static void group_flows(struct urxe_udp_out *out, unsigned int k)
+{
+	unsigned int i, j;
+
+	for (i = 1; i < k; i++) {
+		struct urxe_udp_out t = out[i];
+
+		for (j = i; j > 0 && flow_cmp(&out[j - 1], &t) > 0; j--)
+			out[j] = out[j - 1];
+		out[j] = t;
+	}
+}
+
 /*
  * Folds runs of packets of one flow and one size (the last may be
  * shorter) — the middle packets of a message — into GSO sends.  @out
  * (k entries of one iovec each) becomes @g; returns its length.
  */
-static unsigned int gso_merge(const struct urxe_udp_out *out, unsigned int k,
+static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
 			      struct urxe_udp_out *g, struct iovec *giov)
 {
 	unsigned int j = 0, ng = 0, m, nio = 0;
+
+	group_flows(out, k);
 
 	while (j < k) {
 		size_t seg = out[j].iov[0].iov_len, total = seg;
