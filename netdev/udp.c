@@ -93,11 +93,10 @@ static void sock_bufs(int fd)
 		set_int(fd, SOL_SOCKET, SO_SNDBUF, SOCK_BUF);
 }
 
-static int sock_options(int fd, int fam, bool no_check)
+static int sock_options(int fd, int fam, bool no_check, bool pktinfo)
 {
 	static const struct opt { int level, name, val; } v4[] = {
 		{ IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO },
-		{ IPPROTO_IP, IP_PKTINFO, 1 },
 		{ IPPROTO_IP, IP_RECVTOS, 1 },
 		{ IPPROTO_IP, IP_RECVTTL, 1 },
 	}, v6[] = {
@@ -114,6 +113,15 @@ static int sock_options(int fd, int fam, bool no_check)
 
 	for (i = 0; i < n; i++) {
 		rc = set_int(fd, o[i].level, o[i].name, o[i].val);
+		if (rc)
+			return rc;
+	}
+	/*
+	 * The destination address of what arrives: a loopback socket is bound
+	 * to the one address it can be; a wildcard one needs telling.
+	 */
+	if (fam == V4 && pktinfo) {
+		rc = set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
 		if (rc)
 			return rc;
 	}
@@ -157,7 +165,7 @@ static int open_sock(struct urxe_udp *u, int fam, uint16_t port)
 		    SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP);
 	if (fd < 0)
 		return -errno;
-	rc = sock_options(fd, fam, !u->gso);
+	rc = sock_options(fd, fam, !u->gso, !u->loopback);
 	if (rc)
 		goto err_close;
 	alen = local_addr(u, fam, port, &a);
@@ -404,7 +412,9 @@ static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
 			memcpy(&pi.ipi_spec_dst, o->src + 12, 4);
 			cmsg_put(h, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 		}
-		cmsg_put(h, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+		/* 0 is the socket's own: no ancillary data to parse. */
+		if (tos)
+			cmsg_put(h, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
 		if (ttl)
 			cmsg_put(h, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
 		return;
@@ -417,7 +427,8 @@ static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
 			pi.ipi6_ifindex = (unsigned int)u->ifindex;
 		cmsg_put(h, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
 	}
-	cmsg_put(h, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+	if (tos)
+		cmsg_put(h, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
 	if (ttl)
 		cmsg_put(h, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));
 }
@@ -441,6 +452,8 @@ static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
 
 		cmsg_put(h, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
 	}
+	if (!h->msg_controllen)
+		h->msg_control = NULL;
 }
 
 int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
@@ -536,14 +549,17 @@ static void rx_cmsg(struct cmsghdr *c, struct urxe_udp_in *in)
 #undef KEY
 }
 
-static void rx_finish(const struct usock *s, struct mmsghdr *m,
-		      struct urxe_udp_in *in)
+static void rx_finish(const struct urxe_udp *u, const struct usock *s,
+		      struct mmsghdr *m, struct urxe_udp_in *in)
 {
 	const union sa *a = m->msg_hdr.msg_name;
 	struct cmsghdr *c;
 
 	memset(in->src, 0, sizeof(in->src));
-	memset(in->dst, 0, sizeof(in->dst));
+	if (u->loopback)
+		gid_from_v4(in->dst, &u->lo_addr);
+	else
+		memset(in->dst, 0, sizeof(in->dst));
 	in->len = m->msg_len < in->cap ? m->msg_len : in->cap;
 	in->truncated = !!(m->msg_hdr.msg_flags & MSG_TRUNC);
 	in->dport = s->port;
@@ -562,8 +578,8 @@ static void rx_finish(const struct usock *s, struct mmsghdr *m,
 }
 
 /* Drains up to @n datagrams from one socket; returns how many or -errno. */
-static int recv_sock(const struct usock *s, struct urxe_udp_in *in,
-		     unsigned int n)
+static int recv_sock(const struct urxe_udp *u, const struct usock *s,
+		     struct urxe_udp_in *in, unsigned int n)
 {
 	struct mmsghdr msg[BATCH];
 	struct iovec iov[BATCH];
@@ -585,7 +601,7 @@ static int recv_sock(const struct usock *s, struct urxe_udp_in *in,
 			return got ? (int)got : -errno;
 		}
 		for (i = 0; i < (unsigned int)rc; i++)
-			rx_finish(s, &msg[i], &in[got + i]);
+			rx_finish(u, s, &msg[i], &in[got + i]);
 		got += (unsigned int)rc;
 		if ((unsigned int)rc < cnt)
 			break;
@@ -605,7 +621,7 @@ int urxe_udp_recv(struct urxe_udp *u, struct urxe_udp_in *in, unsigned int n)
 		fam = (int)((u->rr + i) % NFAM);
 		if (u->rx[fam] < 0)
 			continue;
-		rc = recv_sock(&u->socks[u->rx[fam]], in + got, n - got);
+		rc = recv_sock(u, &u->socks[u->rx[fam]], in + got, n - got);
 		if (rc < 0)
 			err = rc;
 		else

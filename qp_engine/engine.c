@@ -266,7 +266,8 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 	pthread_mutex_lock(&eng->list_lock);
 	for (pp = &eng->pending; *pp; pp = &(*pp)->pending_next) {
 		if (*pp == qp) {
-			*pp = qp->pending_next;
+			__atomic_store_n(pp, qp->pending_next,
+					 __ATOMIC_RELAXED);
 			break;
 		}
 	}
@@ -295,7 +296,7 @@ void urxe_qp_schedule(struct urxe_eqp *qp)
 	if (!qp->on_list) {
 		qp->on_list = true;
 		qp->pending_next = eng->pending;
-		eng->pending = qp;
+		__atomic_store_n(&eng->pending, qp, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&eng->list_lock);
 	atomic_store(&eng->work, true);
@@ -495,10 +496,14 @@ static struct urxe_eqp *pop_pending(struct urxe_engine *eng)
 {
 	struct urxe_eqp *qp;
 
+	/* The idle (busy-polling) path: no lock for an empty list. */
+	if (!__atomic_load_n(&eng->pending, __ATOMIC_ACQUIRE))
+		return NULL;
 	pthread_mutex_lock(&eng->list_lock);
 	qp = eng->pending;
 	if (qp) {
-		eng->pending = qp->pending_next;
+		__atomic_store_n(&eng->pending, qp->pending_next,
+				 __ATOMIC_RELAXED);
 		qp->pending_next = NULL;
 		qp->on_list = false;
 	}
@@ -625,7 +630,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 			 * sends, or WRITEs without immediate, defers nothing:
 			 * a program spinning on memory may never call.)
 			 */
-			if (eng->pending) {
+			if (__atomic_load_n(&eng->pending, __ATOMIC_RELAXED)) {
 				atomic_store(&eng->work, true);
 				atomic_store_explicit(&eng->acks_deferred_ns,
 						      urxe_now(eng),
