@@ -170,6 +170,15 @@ void urxe_mem_put(struct urxe_mem *mem)
 
 /* ---- QPs ---- */
 
+/* Whether @qp has packets in flight, for posters (urxe_engine_kick). */
+static void streaming_update(struct urxe_eqp *qp)
+{
+	atomic_store_explicit(&qp->streaming,
+			      qp->type == IBV_QPT_RC &&
+			      urxe_psn_diff(qp->psn, qp->acked_psn) > 0,
+			      memory_order_relaxed);
+}
+
 /* Each QP's share of the budget; under qp_lock. */
 static void window_update(struct urxe_engine *eng)
 {
@@ -479,6 +488,7 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 		urxe_resp_input(qp, &bth, oi, roce, paylen, meta);
 	else
 		urxe_comp_input(qp, &bth, oi, roce, paylen);
+	streaming_update(qp);
 	eng->acct = NULL;
 	return;
 drop:
@@ -526,6 +536,7 @@ static void run_pending(struct urxe_engine *eng)
 		if (qp->ack_pending)
 			urxe_resp_send_ack(qp);
 		urxe_req_run(qp);
+		streaming_update(qp);
 		eng->acct = NULL;
 	}
 }
@@ -564,6 +575,7 @@ static void run_timers(struct urxe_engine *eng)
 		if (qp->retx_deadline || qp->rnr_deadline) {
 			eng->acct = qp;
 			urxe_comp_timers(qp, now);
+			streaming_update(qp);
 			eng->acct = NULL;
 		}
 		if (qp->retx_deadline && qp->retx_deadline < hint)
@@ -691,8 +703,23 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode)
  */
 void urxe_engine_kick(struct urxe_eqp *qp)
 {
+	struct urxe_engine *eng = qp->eng;
+	uint64_t last;
+
 	urxe_qp_schedule(qp);
-	progress(qp->eng, PROG_KICK);
+	/*
+	 * A QP streaming to its peer while the application polls: these
+	 * packets join the next poll's batch (one GSO send for many posts)
+	 * rather than leaving one system call per post.  An idle QP — a
+	 * latency test's — sends at once.
+	 */
+	if (atomic_load_explicit(&qp->streaming, memory_order_relaxed)) {
+		last = atomic_load_explicit(&eng->app_progress_ns,
+					    memory_order_relaxed);
+		if (last && urxe_now(eng) - last < URXE_APP_ACTIVE_NS / 10)
+			return;
+	}
+	progress(eng, PROG_KICK);
 }
 
 bool urxe_engine_has_work(struct urxe_engine *eng)

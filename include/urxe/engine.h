@@ -249,6 +249,12 @@ struct urxe_eqp {
 	uint32_t rd_outstanding;	/* READs/atomics in flight */
 	uint32_t unacked_pkts;		/* since the last AckReq */
 	uint32_t resp_pkts;		/* READ response packets awaited */
+	/*
+	 * Packets in flight (read without the lock by posters): their ACKs
+	 * will bring progress, so a post may leave its packets to the next
+	 * poll and its batch.
+	 */
+	atomic_bool streaming;
 	/* completer */
 	uint32_t sq_comp;		/* oldest WQE not completed */
 	uint32_t last_retired_psn;	/* last PSN of the WQE before sq_comp */
