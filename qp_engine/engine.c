@@ -716,7 +716,7 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 	if (atomic_load_explicit(&qp->streaming, memory_order_relaxed)) {
 		last = atomic_load_explicit(&eng->app_progress_ns,
 					    memory_order_relaxed);
-		if (last && urxe_now(eng) - last < URXE_APP_ACTIVE_NS / 10)
+		if (last && urxe_now(eng) - last < URXE_POST_DEFER_NS)
 			return;
 	}
 	progress(eng, PROG_KICK);

@@ -99,14 +99,14 @@ struct urxe_engine {
 #define URXE_WINDOW_MIN 1
 #define URXE_WINDOW_MAX 128
 /* The engine thread leaves the sockets to polling applications... */
-#define URXE_APP_ACTIVE_NS 20000
+#define URXE_APP_ACTIVE_NS 100000
 /* ...and looks again this often, then less and less often, down to this. */
-#define URXE_BACKOFF_S 0.00005
+#define URXE_BACKOFF_S 0.0001
 #define URXE_BACKOFF_MAX_S 0.0016
+/* A post to a streaming QP waits for the poller that called this recently. */
+#define URXE_POST_DEFER_NS 10000
 /* ACKs a poller deferred this long ago: the engine thread sends them. */
 #define URXE_ACK_OVERDUE_NS 50000
-/* After work the engine thread polls this long before it sleeps. */
-#define URXE_ENGINE_SPIN_NS 50000
 
 /*
  * Counters of the engine as a whole, never a QP's: a transmit batch

@@ -9,7 +9,6 @@
  * application.
  */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 
@@ -28,7 +27,6 @@ static void rearm_timer(struct urxe_engine *eng)
 }
 
 static bool apps_active(struct urxe_engine *eng);
-static void spin(struct urxe_engine *eng, int did);
 
 /*
  * A poller deferred ACKs and has not come back for them: the peer waits.
@@ -42,28 +40,6 @@ static bool acks_overdue(struct urxe_engine *eng)
 	return t && urxe_now(eng) - t >= URXE_ACK_OVERDUE_NS;
 }
 static void park_io(struct urxe_engine *eng, bool park);
-
-/*
- * After work, keep polling a while before sleeping: a stream's next
- * packets are microseconds away, a wake-up from sleep tens of them (the
- * passive side of a transfer is served by this thread alone).  Yields
- * between polls, so a thread wanting the core gets it; stops as soon as
- * application threads poll themselves.
- */
-static void spin(struct urxe_engine *eng, int did)
-{
-	uint64_t now = urxe_now(eng), until = now + URXE_ENGINE_SPIN_NS;
-
-	if (!did)
-		return;
-	while (now < until && !apps_active(eng)) {
-		if (urxe_engine_progress(eng))
-			until = urxe_now(eng) + URXE_ENGINE_SPIN_NS;
-		else
-			sched_yield();
-		now = urxe_now(eng);
-	}
-}
 
 /*
  * Runs progress — unless application threads are calling in: then they
@@ -84,7 +60,7 @@ static void run(struct ev_loop *loop)
 		if (!acks_overdue(eng))
 			return;
 	}
-	spin(eng, urxe_engine_progress(eng));
+	urxe_engine_progress(eng);
 	rearm_timer(eng);
 }
 
