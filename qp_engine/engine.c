@@ -677,7 +677,13 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode)
 	int did;
 
 	if (pthread_mutex_trylock(&eng->lock)) {
-		atomic_store(&eng->work, true);
+		/*
+		 * The holder drains the sockets anyway; new work (a post) it
+		 * must be told about.  A poller that flagged it each time
+		 * would keep the holder looping, away from its own caller.
+		 */
+		if (mode != PROG_POLL)
+			atomic_store(&eng->work, true);
 		return 0;
 	}
 	did = progress_locked(eng, mode);

@@ -140,6 +140,13 @@ static void bth_init(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe,
 }
 
 /* One packet of a SEND or WRITE; returns 0 or -EACCES (local key). */
+/* Are WQEs posted behind the one being sent (at sq_next)? */
+static bool more_posted(struct urxe_eqp *qp)
+{
+	return qp->sq_next + 1 !=
+	       atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
+}
+
 static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 {
 	struct urxe_engine *eng = qp->eng;
@@ -158,13 +165,16 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	bth_init(qp, wqe, data_op(wqe, first, last), last, &bth);
 	qp->unacked_pkts++;
 	/*
-	 * Ask for an ACK at a message's end, every few packets (half the
-	 * window at most), and on the packet that fills the window: a
-	 * window smaller than the ACK interval must not wait for a timeout.
+	 * Ask for an ACK at the end of the last message posted, every few
+	 * packets (every window, if smaller), and on the packet that fills
+	 * the window: a window smaller than the ACK interval must not wait
+	 * for a timeout.  A stream of small messages is acknowledged every
+	 * few packets, not message by message (an ACK covers all before it).
 	 */
 	every = eng->window < 2 * URXE_ACK_EVERY ? eng->window : URXE_ACK_EVERY;
 	bth.ackreq = qp->type == IBV_QPT_RC &&
-		     (last || qp->unacked_pkts >= (every ? every : 1) ||
+		     ((last && !more_posted(qp)) ||
+		      qp->unacked_pkts >= (every ? every : 1) ||
 		      urxe_psn_diff(urxe_psn_add(qp->psn, 1), qp->acked_psn) >=
 		      (int32_t)eng->window);
 	if (bth.ackreq)
