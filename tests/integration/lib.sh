@@ -485,17 +485,19 @@ pcap_check() {
 		note "$desc: tcpdump dropped $dropped frames: PSN gaps tolerated (urxe-validate -l)"
 		lossy=(-l)
 	fi
-	if tcpdump -r "$WORK/$name.raw.pcap" -c 1 -nn "greater $((PCAP_SNAPLEN + 1))" \
-		2>/dev/null | grep -q .; then
-		fail "$desc: a frame is longer than the snapshot length $PCAP_SNAPLEN (truncated: the validator would skip it)"
-	else
-		pass "$desc: no frame longer than $PCAP_SNAPLEN bytes (none truncated)"
-	fi
 	if [ $# -ne 2 ] || [ "$1" = "$2" ]; then
 		fail "$desc: not two ends to pick the run's frames by (hosts: '$*')"
 		return
 	fi
 	filter="host $1 and host $2"
+	# (Other tests' GSO sends on lo cross as super-frames: only this
+	# run's frames count.)
+	if tcpdump -r "$WORK/$name.raw.pcap" -c 1 -nn \
+		"$filter and greater $((PCAP_SNAPLEN + 1))" 2>/dev/null | grep -q .; then
+		fail "$desc: a frame is longer than the snapshot length $PCAP_SNAPLEN (truncated: the validator would skip it)"
+	else
+		pass "$desc: no frame longer than $PCAP_SNAPLEN bytes (none truncated)"
+	fi
 	if ! tcpdump -r "$WORK/$name.raw.pcap" -w "$WORK/$name.pcap" "$filter" \
 		>/dev/null 2>"$WORK/out/$name.filter"; then
 		fail "$desc: tcpdump -r ... '$filter' failed: $(head -n 2 "$WORK/out/$name.filter")"
