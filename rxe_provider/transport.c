@@ -359,6 +359,20 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 				capture_out(dev, &send[i]);
 		sent += (unsigned int)rc;
 	}
+	if (sent < k && sent) {
+		/*
+		 * The socket buffer stayed full: the rest is lost as on a
+		 * congested wire (retransmission recovers it), and counted.
+		 */
+		unsigned int lost = 0;
+
+		for (i = sent; i < k; i++)
+			lost += send[i].gso_size ? send[i].niov : 1;
+		if (dev->stats)
+			atomic_fetch_add_explicit(
+				&dev->stats->counters[URXE_CNT_SEND_ERR], lost,
+				memory_order_relaxed);
+	}
 	/* The engine's packets are all accounted for, whatever the wire did. */
 	return sent || rc != -EAGAIN ? (int)n : -EAGAIN;
 }
