@@ -71,6 +71,9 @@ static void fill_ops(struct verbs_context *v)
 	v->query_device_ex = urxe_vctx_query_device_ex;
 	v->open_xrcd = urxe_vctx_open_xrcd;
 	v->close_xrcd = urxe_vctx_close_xrcd;
+	v->create_qp_ex = urxe_vctx_create_qp_ex;
+	v->create_cq_ex = urxe_vctx_create_cq_ex;
+	v->query_rt_values = urxe_vctx_query_rt_values;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -112,6 +112,18 @@ struct ibv_xrcd *urxe_vctx_open_xrcd(struct ibv_context *ctx,
 				     struct ibv_xrcd_init_attr *attr);
 int urxe_vctx_close_xrcd(struct ibv_xrcd *xrcd);
 
+/* (qp.c, cq.c, query.c) */
+struct ibv_qp *urxe_vctx_create_qp_ex(struct ibv_context *ctx,
+				      struct ibv_qp_init_attr_ex *attr);
+struct ibv_cq_ex *urxe_vctx_create_cq_ex(struct ibv_context *ctx,
+					 struct ibv_cq_init_attr_ex *attr);
+int urxe_vctx_query_rt_values(struct ibv_context *ctx,
+			      struct ibv_values_ex *values);
+/* The ibv_qp_ex / ibv_cq_ex slots that return errno values. */
+int urxe_ops_wr_complete(struct ibv_qp_ex *qpx);
+int urxe_ops_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr);
+int urxe_ops_next_poll(struct ibv_cq_ex *cq);
+
 /* ibv_context_ops slots installed by context.c (cq.c). */
 int urxe_ops_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int urxe_ops_req_notify_cq(struct ibv_cq *cq, int solicited_only);

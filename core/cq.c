@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Completion channels and queues: ibv_create_comp_channel(3),
- * ibv_create_cq(3), ibv_resize_cq(3), ibv_get_cq_event(3), and the
+ * ibv_create_cq(3), ibv_create_cq_ex(3) (its polling API is
+ * rxe_provider/cq_ex.c's; start_poll and next_poll convert here),
+ * ibv_resize_cq(3), ibv_get_cq_event(3), and the
  * ibv_context_ops slots behind the inline ibv_poll_cq(3) and
  * ibv_req_notify_cq(3).  A CQ reports IBV_EVENT_CQ_ERR into the event pipe
  * of the context it was made in.
@@ -43,6 +45,36 @@ URXE_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 	rc = urxe_cq_create(ctx_dev(context), context, cqe, cq_context,
 			    channel, comp_vector, &to_uctx(context)->async, &cq);
 	return urxe_ret_null(rc, cq);
+}
+
+/* The verbs_context slot behind the inline ibv_create_cq_ex(3). */
+struct ibv_cq_ex *urxe_vctx_create_cq_ex(struct ibv_context *context,
+					 struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibv_cq_ex *cq = NULL;
+	int rc;
+
+	if (!context)
+		return urxe_ret_null(-EINVAL, NULL);
+	rc = urxe_cq_create_ex(ctx_dev(context), context, attr,
+			       &to_uctx(context)->async, &cq);
+	if (rc)
+		return urxe_ret_null(rc, NULL);
+	/* These two return errno values (ENOENT: empty): core converts. */
+	cq->start_poll = urxe_ops_start_poll;
+	cq->next_poll = urxe_ops_next_poll;
+	return cq;
+}
+
+/* ibv_start_poll(3) / ibv_next_poll: 0, ENOENT when empty, or an errno. */
+int urxe_ops_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+	return urxe_ret_errno(urxe_cq_start_poll(cq, attr));
+}
+
+int urxe_ops_next_poll(struct ibv_cq_ex *cq)
+{
+	return urxe_ret_errno(urxe_cq_next_poll(cq));
 }
 
 URXE_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Queue pairs: ibv_create_qp(3), ibv_modify_qp(3), ibv_query_qp(3),
- * ibv_destroy_qp(3), ibv_query_qp_data_in_order(3), and the
+ * ibv_destroy_qp(3), ibv_query_qp_data_in_order(3), ibv_create_qp_ex(3)
+ * with ibv_qp_to_qp_ex (the ibv_wr_* family is rxe_provider/qp_ex.c's;
+ * wr_complete converts here), and the
  * ibv_context_ops slots behind the inline ibv_post_send(3) and
  * ibv_post_recv(3).  A QP reports its async events into the event pipe of
  * the context it was made in.  All of them return 0 or the errno value.
@@ -22,6 +24,46 @@ URXE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	rc = urxe_qp_create(ctx_dev(pd->context), pd, qp_init_attr,
 			    &to_uctx(pd->context)->async, &qp);
 	return urxe_ret_null(rc, qp);
+}
+
+/* The verbs_context slot behind the inline ibv_create_qp_ex(3). */
+struct ibv_qp *urxe_vctx_create_qp_ex(struct ibv_context *context,
+				      struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp *qp = NULL;
+	struct ibv_qp_ex *qpx;
+	int rc;
+
+	if (!context || !attr)
+		return urxe_ret_null(-EINVAL, NULL);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) && attr->pd &&
+	    attr->pd->context != context)
+		return urxe_ret_null(-EINVAL, NULL);
+	rc = urxe_qp_create_ex(ctx_dev(context), attr,
+			       &to_uctx(context)->async, &qp);
+	if (rc)
+		return urxe_ret_null(rc, NULL);
+	/* ibv_wr_complete(3) returns an errno value: core converts. */
+	qpx = urxe_qp_to_qp_ex(qp);
+	if (qpx)
+		qpx->wr_complete = urxe_ops_wr_complete;
+	return qp;
+}
+
+int urxe_ops_wr_complete(struct ibv_qp_ex *qpx)
+{
+	return urxe_ret_errno(urxe_qpx_complete(qpx));
+}
+
+/* NULL unless the QP was made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS. */
+URXE_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct ibv_qp_ex *qpx;
+
+	if (!qp)
+		return urxe_ret_null(-EINVAL, NULL);
+	qpx = urxe_qp_to_qp_ex(qp);
+	return urxe_ret_null(qpx ? 0 : -EOPNOTSUPP, qpx);
 }
 
 URXE_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "core.h"
 
@@ -36,6 +37,27 @@ int urxe_vctx_query_device_ex(struct ibv_context *context,
 	if (!rc)
 		memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return urxe_ret_errno(rc);
+}
+
+/*
+ * ibv_query_rt_values_ex(3): the raw clock is CLOCK_MONOTONIC, the clock
+ * the engine runs on.  Only the values asked for and known are marked.
+ */
+int urxe_vctx_query_rt_values(struct ibv_context *context,
+			      struct ibv_values_ex *values)
+{
+	uint32_t asked;
+
+	if (!context || !values)
+		return urxe_ret_errno(-EINVAL);
+	asked = values->comp_mask;
+	values->comp_mask = 0;
+	if (asked & IBV_VALUES_MASK_RAW_CLOCK) {
+		if (clock_gettime(CLOCK_MONOTONIC, &values->raw_clock))
+			return urxe_ret_errno(-errno);
+		values->comp_mask |= IBV_VALUES_MASK_RAW_CLOCK;
+	}
+	return 0;
 }
 
 int urxe_vctx_query_port(struct ibv_context *context, uint8_t port_num,

@@ -62,14 +62,6 @@ URXE_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	return urxe_ret_errno(unimpl(__func__));
 }
 
-/* --- Queue pairs: the extended send API (ibv_wr_*(3)), core/qp.c has the rest --- */
-
-/* NULL: no QP of ours has the extended send API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS). */
-URXE_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
 /* --- Enhanced connection establishment: ibv_set_ece(3), ibv_query_ece(3) --- */
 
 URXE_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)

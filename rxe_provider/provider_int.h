@@ -73,4 +73,16 @@ int urxe_qp_mask_required(enum ibv_qp_state cur, enum ibv_qp_state next,
 int urxe_qp_mask_optional(enum ibv_qp_state cur, enum ibv_qp_state next,
 			  enum ibv_qp_type type);
 
+/*
+ * qp_post.c, for the ibv_wr_* batches of qp_ex.c: whether the QP's state
+ * takes send work; check @wr and write it into send slot @prod (send
+ * queue lock held, nothing published); publish every slot before @prod.
+ */
+bool urxe_qp_send_ready(struct urxe_qp *qp);
+int urxe_qp_send_fill(struct urxe_qp *qp, const struct ibv_send_wr *wr,
+		      uint32_t prod);
+void urxe_qp_send_publish(struct urxe_qp *qp, uint32_t prod);
+/* qp_ex.c: frees the batch state of a QP being destroyed. */
+void urxe_qpx_fini(struct urxe_qp *qp);
+
 #endif

@@ -255,6 +255,7 @@ int urxe_qp_destroy(struct ibv_qp *ibqp)
 	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->users, 1);
 	urxe_wq_fini(&qp->e.sq);
 	urxe_wq_fini(&qp->e.rq);
+	urxe_qpx_fini(qp);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);

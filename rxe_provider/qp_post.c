@@ -179,6 +179,32 @@ static bool send_state_ok(enum ibv_qp_state s)
 	       s == IBV_QPS_ERR;
 }
 
+bool urxe_qp_send_ready(struct urxe_qp *qp)
+{
+	return send_state_ok(qp_state(qp));
+}
+
+int urxe_qp_send_fill(struct urxe_qp *qp, const struct ibv_send_wr *wr,
+		      uint32_t prod)
+{
+	struct urxe_wq *q = &qp->e.sq;
+	uint64_t len;
+	int rc;
+
+	rc = check_send_wr(qp, wr, &len);
+	if (!rc && wq_full(q, prod))
+		rc = -ENOMEM;
+	if (!rc)
+		fill_send(qp, urxe_wq_slot(q, prod), wr, (uint32_t)len);
+	return rc;
+}
+
+void urxe_qp_send_publish(struct urxe_qp *qp, uint32_t prod)
+{
+	/* Release: every slot before @prod is written (wq_publish). */
+	atomic_store_explicit(&qp->e.sq.prod, prod, memory_order_release);
+}
+
 int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad)
 {
@@ -186,7 +212,6 @@ int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct urxe_wq *q = &qp->e.sq;
 	unsigned int posted = 0;
 	uint32_t prod;
-	uint64_t len;
 	int rc = 0;
 
 	if (!send_state_ok(qp_state(qp))) {
@@ -196,14 +221,11 @@ int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	pthread_spin_lock(&q->lock);
 	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
 	for (; wr; wr = wr->next, prod++, posted++) {
-		rc = check_send_wr(qp, wr, &len);
-		if (!rc && wq_full(q, prod))
-			rc = -ENOMEM;
+		rc = urxe_qp_send_fill(qp, wr, prod);
 		if (rc) {
 			*bad = wr;
 			break;
 		}
-		fill_send(qp, urxe_wq_slot(q, prod), wr, (uint32_t)len);
 		wq_publish(q, prod);
 	}
 	pthread_spin_unlock(&q->lock);

@@ -261,6 +261,10 @@ struct urxe_cq {
 	atomic_uint comp_events;	/* posted to ch */
 	atomic_uint async_events;	/* posted to async */
 	unsigned int idle_polls;	/* empty polls in a row (racy: a hint) */
+	/* ibv_start_poll(3) .. ibv_end_poll: the completion being read */
+	pthread_spinlock_t poll_lock;	/* held from start to end (not single-threaded) */
+	bool poll_locked;		/* poll_lock is used */
+	struct ibv_wc cur;
 };
 
 static inline struct urxe_cq *to_ucq(struct ibv_cq *cq)
@@ -278,6 +282,18 @@ int urxe_cq_resize(struct ibv_cq *cq, int cqe);
 /* A count, or a negative errno: ibv_poll_cq's own convention. */
 int urxe_cq_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int urxe_cq_req_notify(struct ibv_cq *cq, int solicited_only);
+/*
+ * ibv_create_cq_ex(3): a CQ whose ibv_cq_ex reads completions one by one
+ * (start_poll / next_poll / end_poll and the ibv_wc_read_* accessors of
+ * the wc_flags asked for; unsupported flags -EOPNOTSUPP).  start_poll and
+ * next_poll are left for core to install over urxe_cq_start_poll /
+ * urxe_cq_next_poll, which return 0, -ENOENT (empty) or a negative errno.
+ */
+int urxe_cq_create_ex(struct urxe_dev *dev, struct ibv_context *ctx,
+		      const struct ibv_cq_init_attr_ex *attr,
+		      struct urxe_evpipe *async, struct ibv_cq_ex **out);
+int urxe_cq_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr);
+int urxe_cq_next_poll(struct ibv_cq_ex *cq);
 void urxe_cq_ack_events(struct ibv_cq *cq, unsigned int nevents);
 /* ibv_ack_async_event() of an IBV_EVENT_CQ_ERR. */
 void urxe_cq_ack_async(struct ibv_cq *cq);
@@ -326,6 +342,8 @@ struct urxe_qp {
 	struct ibv_qp_attr attr;	/* every attribute set so far; lock */
 	struct urxe_evpipe *async;
 	atomic_uint events_reported;	/* posted to async */
+	/* the ibv_wr_* batch being built; NULL without SEND_OPS_FLAGS */
+	struct urxe_wr_batch *wrb;
 };
 
 static inline struct urxe_qp *to_uqp(struct ibv_qp *qp)
@@ -342,6 +360,18 @@ int urxe_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 int urxe_qp_destroy(struct ibv_qp *qp);
 /* ibv_ack_async_event() of an event affiliated with @qp. */
 void urxe_qp_ack_async(struct ibv_qp *qp);
+/*
+ * ibv_create_qp_ex(3): PD, CREATE_FLAGS (none supported) and
+ * SEND_OPS_FLAGS; with the latter the QP's ibv_qp_ex carries the ibv_wr_*
+ * family (qp_ex.c), except wr_complete, which core installs over
+ * urxe_qpx_complete (0 or a negative errno).  Other comp_mask bits,
+ * flags and operations the transport lacks: -EOPNOTSUPP.
+ */
+int urxe_qp_create_ex(struct urxe_dev *dev, struct ibv_qp_init_attr_ex *attr,
+		      struct urxe_evpipe *async, struct ibv_qp **out);
+/* The ibv_qp_ex of a QP made with SEND_OPS_FLAGS, else NULL. */
+struct ibv_qp_ex *urxe_qp_to_qp_ex(struct ibv_qp *qp);
+int urxe_qpx_complete(struct ibv_qp_ex *qpx);
 /* The data path: 0, or a negative errno with *bad naming the failed WR. */
 int urxe_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad);

@@ -68,9 +68,11 @@ static void teardown(void)
 static const char *const inline_verbs[] = {
 	"ibv_alloc_mw", "ibv_bind_mw", "ibv_close_xrcd", "ibv_create_cq_ex",
 	"ibv_create_qp_ex", "ibv_create_srq_ex", "ibv_dealloc_mw",
-	"ibv_get_srq_num", "ibv_modify_cq", "ibv_open_qp", "ibv_open_xrcd",
-	"ibv_poll_cq", "ibv_post_recv", "ibv_post_send", "ibv_post_srq_recv",
-	"ibv_query_device_ex", "ibv_query_gid_ex", "ibv_req_notify_cq",
+	"ibv_get_srq_num", "ibv_modify_cq", "ibv_next_poll", "ibv_open_qp",
+	"ibv_open_xrcd", "ibv_poll_cq", "ibv_post_recv", "ibv_post_send",
+	"ibv_post_srq_recv", "ibv_query_device_ex", "ibv_query_gid_ex",
+	"ibv_query_rt_values_ex", "ibv_req_notify_cq", "ibv_start_poll",
+	"ibv_wr_complete",
 };
 
 static bool is_inline_verb(const char *verb)
