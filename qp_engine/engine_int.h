@@ -76,6 +76,9 @@ struct urxe_engine {
 	ev_timer timer;
 	ev_timer backoff;		/* application threads are polling */
 	double backoff_s;		/* its period: grows while they do */
+	/* what woke the engine thread, and what it did (URXE_LOG=debug) */
+	unsigned long wakes[4];		/* io, timer, doorbell, backoff */
+	unsigned long runs, parks;
 	ev_io io[10];
 	unsigned int nio;
 	bool io_parked;

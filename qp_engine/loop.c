@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <string.h>
 
+#include <urxe/log.h>
+
 #include "engine_int.h"
 
 static void rearm_timer(struct urxe_engine *eng)
@@ -52,6 +54,7 @@ static void run(struct ev_loop *loop)
 	struct urxe_engine *eng = ev_userdata(loop);
 
 	if (apps_active(eng)) {
+		eng->parks++;
 		park_io(eng, true);
 		if (!ev_is_active(&eng->backoff)) {
 			ev_timer_set(&eng->backoff, eng->backoff_s, 0.0);
@@ -60,6 +63,7 @@ static void run(struct ev_loop *loop)
 		if (!acks_overdue(eng))
 			return;
 	}
+	eng->runs++;
 	urxe_engine_progress(eng);
 	rearm_timer(eng);
 }
@@ -96,8 +100,11 @@ static void park_io(struct urxe_engine *eng, bool park)
  */
 static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
+	struct urxe_engine *eng = ev_userdata(loop);
+
 	(void)w;
 	(void)revents;
+	eng->wakes[0]++;
 	run(loop);
 }
 
@@ -107,6 +114,7 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)w;
 	(void)revents;
+	eng->wakes[3]++;
 	/*
 	 * Each look costs a busy core a context switch: while applications
 	 * keep polling, look less often (up to URXE_BACKOFF_MAX_S, well
@@ -123,15 +131,21 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct urxe_engine *eng = ev_userdata(loop);
+
 	(void)w;
 	(void)revents;
+	eng->wakes[1]++;
 	run(loop);
 }
 
 static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 {
+	struct urxe_engine *eng = ev_userdata(loop);
+
 	(void)w;
 	(void)revents;
+	eng->wakes[2]++;
 	run(loop);
 }
 
@@ -207,6 +221,9 @@ void urxe_engine_thread_stop(struct urxe_engine *eng)
 		return;
 	ev_async_send(eng->loop, &eng->stop);
 	pthread_join(eng->thread, NULL);
+	urxe_dbg("slot %u: engine thread woken by io %lu, timer %lu, doorbell %lu, backoff %lu; ran %lu, parked %lu",
+		 eng->slot, eng->wakes[0], eng->wakes[1], eng->wakes[2],
+		 eng->wakes[3], eng->runs, eng->parks);
 	ev_loop_destroy(eng->loop);
 	eng->loop = NULL;
 	eng->thread_running = false;
