@@ -5,7 +5,8 @@
  * inline verbs find it through abi_compat and sz), wrapped in urxe_ctx.
  * cmd_fd and async_fd are real descriptors with inodes of their own: a
  * memfd naming the device, and the read end of a pipe that carries
- * struct ibv_async_event records.
+ * struct ibv_async_event records.  ibv_import_device(3) finds a context
+ * of this process by its cmd_fd's inode.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <urxe/log.h>
@@ -94,9 +96,36 @@ static int make_cmd_fd(const struct urxe_dev_desc *desc)
 	return fd;
 }
 
-static int ctx_open(struct urxe_ibdev *ibdev, struct urxe_ctx **out)
+/* The process's contexts, for ibv_import_device(). */
+static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct urxe_ctx *ctxs;
+
+static void ctx_list_add(struct urxe_ctx *c)
+{
+	pthread_mutex_lock(&ctxs_lock);
+	c->next = ctxs;
+	ctxs = c;
+	pthread_mutex_unlock(&ctxs_lock);
+}
+
+static void ctx_list_del(struct urxe_ctx *c)
+{
+	struct urxe_ctx **p;
+
+	pthread_mutex_lock(&ctxs_lock);
+	for (p = &ctxs; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&ctxs_lock);
+}
+
+/* A context on @ibdev; @cmd_fd is made when negative, else adopted. */
+static int ctx_open(struct urxe_ibdev *ibdev, int cmd_fd, struct urxe_ctx **out)
 {
 	struct urxe_ctx *c;
+	struct stat st;
 	int rc;
 
 	c = calloc(1, sizeof(*c));
@@ -106,10 +135,16 @@ static int ctx_open(struct urxe_ibdev *ibdev, struct urxe_ctx **out)
 	rc = urxe_dev_get(&ibdev->desc, &c->dev);
 	if (rc)
 		goto err_free;
-	rc = make_cmd_fd(&ibdev->desc);
+	rc = cmd_fd >= 0 ? cmd_fd : make_cmd_fd(&ibdev->desc);
 	if (rc < 0)
 		goto err_dev;
 	c->vctx.context.cmd_fd = rc;
+	if (fstat(rc, &st)) {
+		rc = -errno;
+		goto err_cmd;
+	}
+	c->cmd_dev = st.st_dev;
+	c->cmd_ino = st.st_ino;
 	rc = urxe_evpipe_init(&c->async, sizeof(struct ibv_async_event));
 	if (rc)
 		goto err_cmd;
@@ -119,11 +154,13 @@ static int ctx_open(struct urxe_ibdev *ibdev, struct urxe_ctx **out)
 	c->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	fill_ops(&c->vctx);
+	ctx_list_add(c);
 	*out = c;
 	return 0;
 
 err_cmd:
-	close(c->vctx.context.cmd_fd);
+	if (cmd_fd < 0)
+		close(c->vctx.context.cmd_fd);
 err_dev:
 	urxe_dev_put(c->dev);
 err_free:
@@ -140,9 +177,41 @@ URXE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = EINVAL;
 		return NULL;
 	}
-	rc = ctx_open(to_uibdev(device), &c);
+	rc = ctx_open(to_uibdev(device), -1, &c);
 	if (rc)
 		urxe_warn("cannot open %s: %s", device->name, strerror(-rc));
+	return urxe_ret_null(rc, c ? &c->vctx.context : NULL);
+}
+
+/*
+ * ibv_import_device(3): @cmd_fd is a dup of the cmd_fd of a context of
+ * this process (same inode); the new context takes the descriptor and
+ * closes it with itself.  Contexts of other processes cannot be shared
+ * without a kernel: EOPNOTSUPP, said in the log.
+ */
+URXE_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	struct urxe_ibdev *ibdev = NULL;
+	struct urxe_ctx *c;
+	struct stat st;
+	int rc;
+
+	if (cmd_fd < 0 || fstat(cmd_fd, &st))
+		return urxe_ret_null(-EBADF, NULL);
+	pthread_mutex_lock(&ctxs_lock);
+	for (c = ctxs; c; c = c->next)
+		if (c->cmd_dev == st.st_dev && c->cmd_ino == st.st_ino) {
+			ibdev = c->ibdev;
+			break;
+		}
+	pthread_mutex_unlock(&ctxs_lock);
+	if (!ibdev) {
+		urxe_warn("ibv_import_device: fd %d is not the cmd_fd of a context of this process; urxe cannot share contexts between processes",
+			  cmd_fd);
+		return urxe_ret_null(-EOPNOTSUPP, NULL);
+	}
+	c = NULL;
+	rc = ctx_open(ibdev, cmd_fd, &c);
 	return urxe_ret_null(rc, c ? &c->vctx.context : NULL);
 }
 
@@ -153,6 +222,8 @@ URXE_EXPORT int ibv_close_device(struct ibv_context *context)
 	if (!context)
 		return urxe_ret_minus1(-EINVAL);
 	c = to_uctx(context);
+	ctx_list_del(c);
+	urxe_pd_release_imports(context);
 	close(context->cmd_fd);
 	urxe_evpipe_fini(&c->async);
 	pthread_mutex_destroy(&context->mutex);

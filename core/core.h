@@ -8,6 +8,7 @@
 
 #include <infiniband/verbs.h>
 #include <limits.h>
+#include <sys/types.h>
 
 #include <urxe/provider.h>
 #include <urxe/util.h>
@@ -85,6 +86,10 @@ struct urxe_ctx {
 	 */
 	struct urxe_evpipe async;
 	int async_wr;			/* == async.wr */
+	/* cmd_fd's inode: ibv_import_device() finds the context by it */
+	dev_t cmd_dev;
+	ino_t cmd_ino;
+	struct urxe_ctx *next;		/* the process's contexts */
 	struct verbs_context vctx;	/* last: ibv_context ends it */
 };
 

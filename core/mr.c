@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * ibv_reg_mr(3), ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_rereg_mr(3),
- * ibv_dereg_mr.  ibv_reg_dmabuf_mr stays unimplemented (unimpl.c).
+ * ibv_dereg_mr, ibv_import_mr(3) / ibv_unimport_mr.  ibv_reg_dmabuf_mr
+ * stays unimplemented (unimpl.c).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -63,4 +64,22 @@ URXE_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	if (!mr)
 		return urxe_ret_errno(-EINVAL);
 	return urxe_ret_errno(urxe_mr_dereg(mr));
+}
+
+/* ibv_import_mr(3): an MR of a context of this process (rxe_provider/import.c). */
+URXE_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct ibv_mr *mr = NULL;
+	int rc;
+
+	if (!pd)
+		return urxe_ret_null(-EINVAL, NULL);
+	rc = urxe_mr_import(pd, mr_handle, &mr);
+	return urxe_ret_null(rc, mr);
+}
+
+URXE_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	if (mr)
+		urxe_mr_unimport(mr);
 }

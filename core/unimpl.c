@@ -118,31 +118,7 @@ URXE_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 	return (int)urxe_ret_negerrno(unimpl(__func__));
 }
 
-/* --- Sharing objects between processes: ibv_import_device(3) and friends --- */
-
-URXE_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
-					 uint32_t pd_handle)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-}
-
-URXE_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-}
+/* --- Device memory import: ibv_import_dm(3) (core/context.c, pd.c, mr.c have the rest) --- */
 
 URXE_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 					 uint32_t dm_handle)

@@ -16,6 +16,8 @@
 #include <urxe/log.h>
 #include <urxe/provider.h>
 
+#include "provider_int.h"
+
 /*
  * IBV_ACCESS_FLUSH_GLOBAL/_PERSISTENT (rdma-core 45, kernel 6.2): known to
  * the kernel, which answers EOPNOTSUPP on a device without FLUSH.
@@ -207,6 +209,7 @@ int urxe_mr_reg(struct urxe_dev *dev, struct ibv_pd *ibpd, void *addr,
 	mr->ibv.handle = mr->mem.lkey;
 	mr->ibv.lkey = mr->mem.lkey;
 	mr->ibv.rkey = mr->mem.rkey;
+	urxe_import_add_mr(mr);
 	*out = &mr->ibv;
 	return 0;
 }
@@ -310,12 +313,17 @@ int urxe_mr_dereg(struct ibv_mr *ibmr)
 	struct urxe_mr *mr = to_umr(ibmr);
 	int rc;
 
+	if (mr->imported) {
+		urxe_mr_unimport(ibmr);
+		return 0;
+	}
 	/* After fork() the inherited engine is gone: nothing to unpublish. */
 	if (mr->published && !mr->dev->dead) {
 		rc = urxe_engine_mem_remove(mr->dev->eng, &mr->mem);
 		if (rc)
 			return rc;
 	}
+	urxe_import_del_mr(mr);
 	atomic_fetch_sub(&mr->pd->users, 1);
 	free(mr);
 	return 0;

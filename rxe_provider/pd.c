@@ -8,6 +8,8 @@
 
 #include <urxe/provider.h>
 
+#include "provider_int.h"
+
 static atomic_uint next_handle = 1;
 
 int urxe_pd_alloc(struct urxe_dev *dev, struct ibv_context *ctx,
@@ -22,7 +24,9 @@ int urxe_pd_alloc(struct urxe_dev *dev, struct ibv_context *ctx,
 		return -ENOMEM;
 	pd->ibv.context = ctx;
 	pd->ibv.handle = atomic_fetch_add(&next_handle, 1);
+	pd->dev = dev;
 	atomic_init(&pd->users, 0);
+	urxe_import_add_pd(pd);
 	*out = &pd->ibv;
 	return 0;
 }
@@ -33,6 +37,8 @@ int urxe_pd_dealloc(struct ibv_pd *ibpd)
 
 	if (atomic_load(&pd->users) > 0)
 		return -EBUSY;
+	if (!pd->imported)
+		urxe_import_del_pd(pd);
 	free(pd);
 	return 0;
 }

@@ -86,3 +86,14 @@ void urxe_qp_send_publish(struct urxe_qp *qp, uint32_t prod);
 void urxe_qpx_fini(struct urxe_qp *qp);
 
 #endif
+/*
+ * import.c: the PDs and MRs of this process that ibv_import_pd /
+ * ibv_import_mr may name (pd.c and mr.c add them once built and remove
+ * them before freeing).
+ */
+struct urxe_pd;
+struct urxe_mr;
+void urxe_import_add_pd(struct urxe_pd *pd);
+void urxe_import_del_pd(struct urxe_pd *pd);
+void urxe_import_add_mr(struct urxe_mr *mr);
+void urxe_import_del_mr(struct urxe_mr *mr);

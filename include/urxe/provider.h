@@ -122,6 +122,8 @@ struct urxe_pd {
 	struct ibv_pd ibv;
 	atomic_int users;		/* MRs, QPs, SRQs, AHs, MWs on it */
 };
+	struct urxe_dev *dev;
+	bool imported;			/* ibv_import_pd's: the handle of another */
 
 static inline struct urxe_pd *to_upd(struct ibv_pd *pd)
 {
@@ -197,6 +199,7 @@ struct urxe_mr {
 	struct urxe_dev *dev;
 	bool published;			/* @mem is in the engine's key table */
 };
+	bool imported;			/* ibv_import_mr's: keys of another MR */
 
 static inline struct urxe_mr *to_umr(struct ibv_mr *mr)
 {
@@ -217,6 +220,22 @@ int urxe_mr_rereg(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 /* -EBUSY while the engine uses the memory (a bound MW, a transfer). */
 int urxe_mr_dereg(struct ibv_mr *mr);
 /*
+
+/*
+ * ibv_import_pd(3), ibv_import_mr(3), within one process: a new handle
+ * object, made in the importing context @ctx, for the live PD (MR) of
+ * the same device instance that @handle names (-ENOENT: none).  An
+ * imported MR names the original's keys; it must be imported into a PD
+ * of the original's PD handle (-EINVAL).  Unimporting frees the handle
+ * object only; an imported PD that still has objects on it is freed when
+ * its context closes (urxe_pd_release_imports).
+ */
+int urxe_pd_import(struct urxe_dev *dev, struct ibv_context *ctx,
+		   uint32_t handle, struct ibv_pd **out);
+void urxe_pd_unimport(struct ibv_pd *pd);
+void urxe_pd_release_imports(struct ibv_context *ctx);
+int urxe_mr_import(struct ibv_pd *pd, uint32_t handle, struct ibv_mr **out);
+void urxe_mr_unimport(struct ibv_mr *mr);
  * Is [addr, addr + length) mapped and readable, and writable if @write?
  * 0, -EINVAL (empty or wrapping range) or -EFAULT.
  */
