@@ -82,10 +82,6 @@ bool urxe_qp_send_ready(struct urxe_qp *qp);
 int urxe_qp_send_fill(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 		      uint32_t prod);
 void urxe_qp_send_publish(struct urxe_qp *qp, uint32_t prod);
-/* qp_ex.c: frees the batch state of a QP being destroyed. */
-void urxe_qpx_fini(struct urxe_qp *qp);
-
-#endif
 /*
  * import.c: the PDs and MRs of this process that ibv_import_pd /
  * ibv_import_mr may name (pd.c and mr.c add them once built and remove
@@ -97,3 +93,7 @@ void urxe_import_add_pd(struct urxe_pd *pd);
 void urxe_import_del_pd(struct urxe_pd *pd);
 void urxe_import_add_mr(struct urxe_mr *mr);
 void urxe_import_del_mr(struct urxe_mr *mr);
+/* qp_ex.c: frees the batch state of a QP being destroyed. */
+void urxe_qpx_fini(struct urxe_qp *qp);
+
+#endif

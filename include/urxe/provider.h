@@ -219,7 +219,6 @@ int urxe_mr_rereg(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 		  void *addr, size_t length, unsigned int access);
 /* -EBUSY while the engine uses the memory (a bound MW, a transfer). */
 int urxe_mr_dereg(struct ibv_mr *mr);
-/*
 
 /*
  * ibv_import_pd(3), ibv_import_mr(3), within one process: a new handle
@@ -236,6 +235,7 @@ void urxe_pd_unimport(struct ibv_pd *pd);
 void urxe_pd_release_imports(struct ibv_context *ctx);
 int urxe_mr_import(struct ibv_pd *pd, uint32_t handle, struct ibv_mr **out);
 void urxe_mr_unimport(struct ibv_mr *mr);
+/*
  * Is [addr, addr + length) mapped and readable, and writable if @write?
  * 0, -EINVAL (empty or wrapping range) or -EFAULT.
  */
