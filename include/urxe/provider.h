@@ -121,9 +121,9 @@ int urxe_dev_query_pkey(struct urxe_dev *dev, uint32_t port, uint16_t index,
 struct urxe_pd {
 	struct ibv_pd ibv;
 	atomic_int users;		/* MRs, QPs, SRQs, AHs, MWs on it */
-};
 	struct urxe_dev *dev;
 	bool imported;			/* ibv_import_pd's: the handle of another */
+};
 
 static inline struct urxe_pd *to_upd(struct ibv_pd *pd)
 {
@@ -198,8 +198,8 @@ struct urxe_mr {
 	struct urxe_pd *pd;
 	struct urxe_dev *dev;
 	bool published;			/* @mem is in the engine's key table */
-};
 	bool imported;			/* ibv_import_mr's: keys of another MR */
+};
 
 static inline struct urxe_mr *to_umr(struct ibv_mr *mr)
 {
