@@ -25,15 +25,6 @@
  * Data-path slots the inline verbs call without checking: until the
  * objects behind them exist they fail cleanly.
  */
-static int unsupported_post_srq_recv(struct ibv_srq *srq,
-				     struct ibv_recv_wr *wr,
-				     struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
 static struct ibv_mw *unsupported_alloc_mw(struct ibv_pd *pd,
 					   enum ibv_mw_type type)
 {
@@ -63,7 +54,7 @@ static void fill_ops(struct verbs_context *v)
 	ops->req_notify_cq = urxe_ops_req_notify_cq;
 	ops->post_send = urxe_ops_post_send;
 	ops->post_recv = urxe_ops_post_recv;
-	ops->post_srq_recv = unsupported_post_srq_recv;
+	ops->post_srq_recv = urxe_ops_post_srq_recv;
 	ops->alloc_mw = unsupported_alloc_mw;
 	ops->bind_mw = unsupported_bind_mw;
 	ops->dealloc_mw = unsupported_dealloc_mw;
@@ -74,6 +65,7 @@ static void fill_ops(struct verbs_context *v)
 	v->open_xrcd = urxe_vctx_open_xrcd;
 	v->close_xrcd = urxe_vctx_close_xrcd;
 	v->create_qp_ex = urxe_vctx_create_qp_ex;
+	v->create_srq_ex = urxe_vctx_create_srq_ex;
 	v->create_cq_ex = urxe_vctx_create_cq_ex;
 	v->query_rt_values = urxe_vctx_query_rt_values;
 	v->sz = sizeof(*v);
@@ -251,4 +243,6 @@ URXE_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		urxe_cq_ack_async(event->element.cq);
 	else if (urxe_event_is_qp(event->event_type))
 		urxe_qp_ack_async(event->element.qp);
+	else if (urxe_event_is_srq(event->event_type))
+		urxe_srq_ack_async(event->element.srq);
 }

@@ -137,5 +137,10 @@ int urxe_ops_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		       struct ibv_send_wr **bad_wr);
 int urxe_ops_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
+/* (srq.c) */
+struct ibv_srq *urxe_vctx_create_srq_ex(struct ibv_context *context,
+					struct ibv_srq_init_attr_ex *attr);
+int urxe_ops_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr);
 
 #endif

@@ -38,30 +38,6 @@ URXE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 	return urxe_ret_null(unimpl(__func__), NULL);
 }
 
-/* --- Shared receive queues: ibv_create_srq(3), ibv_modify_srq(3), ibv_query_srq(3) --- */
-
-URXE_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
-					   struct ibv_srq_init_attr *srq_init_attr)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
-
-URXE_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
-			       int srq_attr_mask)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-URXE_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-URXE_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
 /* --- Enhanced connection establishment: ibv_set_ece(3), ibv_query_ece(3) --- */
 
 URXE_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)

@@ -5,6 +5,7 @@
  * answers READs and atomics (keeping what it answered for replay), and
  * acknowledges.  Duplicates are re-acknowledged or replayed, never
  * executed twice; an out-of-sequence request earns one PSN-sequence NAK.
+ * Receive WQEs come from the QP's own receive queue or from its SRQ.
  * Progress lock held throughout.
  */
 #include <errno.h>
@@ -132,10 +133,65 @@ static struct urxe_recv_wqe *rq_head(struct urxe_eqp *qp)
 	return urxe_wq_slot(&qp->rq, cons);
 }
 
+/*
+ * Takes the oldest WQE of the QP's SRQ into the QP: other QPs share the
+ * ring, so a message holds its own copy from its first packet on.  The
+ * slot is released only after the copy (release store of cons).  Taking
+ * one may fire the armed limit (IBA 10.2.9.4: fewer WQEs than the limit),
+ * which then disarms.
+ */
+static bool srq_take(struct urxe_eqp *qp)
+{
+	struct urxe_esrq *srq = qp->srq;
+	struct urxe_wq *q = &srq->rq;
+	uint32_t cons = atomic_load_explicit(&q->cons, memory_order_relaxed);
+	uint32_t prod = atomic_load_explicit(&q->prod, memory_order_acquire);
+	const struct urxe_recv_wqe *w;
+	uint32_t lim;
+
+	if (cons == prod)
+		return false;
+	w = urxe_wq_slot(q, cons);
+	memcpy(qp->srq_wqe, w, sizeof(*w) + w->num_sge * sizeof(w->sge[0]));
+	atomic_store_explicit(&q->cons, cons + 1, memory_order_release);
+	qp->srq_held = true;
+	lim = atomic_load_explicit(&srq->limit, memory_order_relaxed);
+	if (lim && prod - (cons + 1) < lim &&
+	    atomic_compare_exchange_strong(&srq->limit, &lim, 0) &&
+	    srq->limit_reached)
+		srq->limit_reached(srq);
+	return true;
+}
+
+/*
+ * The receive WQE of the message in progress, or of the next one: the
+ * head of the receive queue, or the WQE held from the SRQ (taking one if
+ * none is held).  NULL: no receive posted (RNR).
+ */
+static struct urxe_recv_wqe *rq_head_or_srq(struct urxe_eqp *qp)
+{
+	if (!qp->srq)
+		return rq_head(qp);
+	if (!qp->srq_held && !srq_take(qp))
+		return NULL;
+	return qp->srq_wqe;
+}
+
+/* The receive WQE is completed: its slot (or the QP's hold) is free. */
 static void rq_pop(struct urxe_eqp *qp)
 {
+	if (qp->srq) {
+		qp->srq_held = false;
+		return;
+	}
 	atomic_store_explicit(&qp->rq.cons, atomic_load(&qp->rq.cons) + 1,
 			      memory_order_release);
+}
+
+/* Receive WQEs' keys belong to the SRQ's PD when there is one. */
+static uint32_t recv_pd(const struct urxe_eqp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
 }
 
 static void complete_recv(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
@@ -184,7 +240,7 @@ static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	struct urxe_recv_wqe *rwqe;
 
 	if (oi->flags & URXE_F_FIRST) {
-		rwqe = rq_head(qp);
+		rwqe = rq_head_or_srq(qp);
 		if (!rwqe)
 			return -EAGAIN;		/* receiver not ready */
 		qp->rq_active = true;
@@ -192,14 +248,14 @@ static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	} else if (!qp->rq_active) {
 		return -EPROTO;			/* a middle with no first */
 	}
-	rwqe = rq_head(qp);
+	rwqe = rq_head_or_srq(qp);
 	if (qp->rq_off + paylen > rwqe->length) {
 		complete_recv(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0,
 			      bth, NULL, NULL);
 		qp->rq_active = false;
 		return -EMSGSIZE;
 	}
-	if (urxe_sge_copy_in(qp->eng, qp->pd, rwqe->sge, rwqe->num_sge,
+	if (urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge,
 			     qp->rq_off, pkt + oi->hdr_len, paylen)) {
 		/* IBA 9.7.5.2.4: our local failure is the requester's
 		 * remote operational error. */
@@ -223,6 +279,14 @@ static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 {
 	struct urxe_recv_wqe *rwqe = NULL;
 
+	/*
+	 * The last packet of an RDMA WRITE with immediate consumes a receive:
+	 * it is looked for before anything of the packet is placed, so that
+	 * the RNR retry finds the WRITE as it was (an SRQ's is taken now:
+	 * another QP could take it meanwhile).
+	 */
+	if ((oi->flags & URXE_F_IMM) && !rq_head_or_srq(qp))
+		return -EAGAIN;
 	if (oi->flags & URXE_F_FIRST) {
 		struct urxe_reth r;
 		uint8_t *dst;
@@ -233,9 +297,6 @@ static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			urxe_mem_put(qp->wr_mem);
 			qp->wr_mem = NULL;
 		}
-		/* RDMA WRITE with immediate consumes a receive: check first. */
-		if ((oi->flags & URXE_F_IMM) && !rq_head(qp))
-			return -EAGAIN;
 		if (!(qp->attr.access & IBV_ACCESS_REMOTE_WRITE))
 			return -EACCES;
 		if (r.len && urxe_mem_remote(qp->eng, qp->pd, r.rkey, r.va, r.len,
@@ -264,7 +325,7 @@ static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		urxe_mem_put(qp->wr_mem);
 	qp->wr_mem = NULL;
 	if (oi->flags & URXE_F_IMM) {
-		rwqe = rq_head(qp);
+		rwqe = rq_head_or_srq(qp);
 		if (!rwqe)
 			return -EAGAIN;
 		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
@@ -479,7 +540,7 @@ static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 	if (qkey != qp->attr.qkey)
 		return;				/* IBA 10.2.5: Q_Key violation */
-	rwqe = rq_head(qp);
+	rwqe = rq_head_or_srq(qp);
 	if (!rwqe)
 		return;				/* UD drops when not ready */
 	if (paylen + sizeof(grh) > rwqe->length) {
@@ -488,9 +549,9 @@ static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return;
 	}
 	ud_grh(grh, meta, paylen);
-	if (urxe_sge_copy_in(qp->eng, qp->pd, rwqe->sge, rwqe->num_sge, 0, grh,
-			     sizeof(grh)) ||
-	    urxe_sge_copy_in(qp->eng, qp->pd, rwqe->sge, rwqe->num_sge,
+	if (urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge, 0,
+			     grh, sizeof(grh)) ||
+	    urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge,
 			     sizeof(grh), pkt + oi->hdr_len, paylen)) {
 		complete_recv(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, bth,
 			      NULL, NULL);
@@ -562,6 +623,19 @@ void urxe_resp_flush(struct urxe_eqp *qp)
 	}
 	qp->rq_active = false;
 	qp->ack_pending = false;
+	if (qp->srq) {
+		/*
+		 * The SRQ's WQEs are the other QPs' too: only the one this QP
+		 * took is flushed.  IBA 10.3.1 (and 11.6.3): an SRQ QP in
+		 * error reports that it will consume no more.
+		 */
+		if (qp->srq_held)
+			complete_recv(qp, qp->srq_wqe, IBV_WC_WR_FLUSH_ERR,
+				      IBV_WC_RECV, 0, NULL, NULL, NULL);
+		if (qp->fatal)
+			qp->fatal(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+		return;
+	}
 	if (!qp->rq.buf)
 		return;
 	while ((rwqe = rq_head(qp)))

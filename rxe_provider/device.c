@@ -234,12 +234,14 @@ int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
 	a->max_qp = 1 << URXE_QPN_INDEX_BITS;
 	a->max_qp_wr = URXE_MAX_QP_WR;
 	/*
-	 * Only what works: the responder sends RNR NAKs (IBA 9.7.5.2.8).
-	 * Not PORT_ACTIVE_EVENT (no port events are raised), MEM_WINDOW,
-	 * XRC, SRQ_RESIZE, AUTO_PATH_MIG: bits come as the features land.
+	 * Only what works: the responder sends RNR NAKs (IBA 9.7.5.2.8),
+	 * SRQs resize (ibv_modify_srq(3)).  Not PORT_ACTIVE_EVENT (no port
+	 * events are raised), MEM_WINDOW, XRC, AUTO_PATH_MIG: bits come as
+	 * the features land.
 	 */
 	a->device_cap_flags = IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_RC_RNR_NAK_GEN;
+			      IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_SRQ_RESIZE;
 	/* The kernel's 64-bit flags: the same bits, none above 31 yet. */
 	attr->device_cap_flags_ex = a->device_cap_flags;
 	a->max_sge = URXE_MAX_SGE;

@@ -28,6 +28,15 @@
 #define URXE_MAX_AH 32768
 #define URXE_MAX_MSG_SZ 0x80000000u	/* 2 GiB, the IBA maximum message */
 
+/*
+ * qp_post.c: posts receive WRs to @q, a QP's receive queue or an SRQ's
+ * ring, under its lock; the first bad one (-EINVAL, or -ENOMEM when
+ * full) stops the list and is returned in *bad.  *posted counts the
+ * WRs written.
+ */
+int urxe_recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad, unsigned int *posted);
+
 /* transport.c: the engine and sockets of an instance. */
 struct urxe_dev;
 int urxe_dev_transport_init(struct urxe_dev *dev);

@@ -50,6 +50,8 @@ static int check_caps(const struct ibv_qp_cap *cap)
 
 static int check_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 {
+	struct ibv_qp_cap cap;
+
 	if (!pd || !a)
 		return -EINVAL;
 	switch (a->qp_type) {
@@ -70,9 +72,13 @@ static int check_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 	    a->send_cq->context != pd->context ||
 	    a->recv_cq->context != pd->context)
 		return -EINVAL;
+	if (a->srq && a->srq->context != pd->context)
+		return -EINVAL;
+	/* ibv_create_qp(3): an SRQ QP's receive caps are ignored. */
+	cap = a->cap;
 	if (a->srq)
-		return -EOPNOTSUPP;	/* no SRQ can exist yet */
-	return check_caps(&a->cap);
+		cap.max_recv_wr = cap.max_recv_sge = 0;
+	return check_caps(&cap);
 }
 
 /*
@@ -101,6 +107,10 @@ static void qp_fatal(struct urxe_eqp *e, enum ibv_event_type type)
 		.event_type = type,
 	};
 
+	/* The engine says it at every flush in ERR: once per visit is news. */
+	if (type == IBV_EVENT_QP_LAST_WQE_REACHED &&
+	    atomic_exchange(&qp->last_wqe_reported, true))
+		return;
 	urxe_dbg("QP 0x%06x: async event %d", e->qpn, type);
 	if (qp->async && !urxe_evpipe_post(qp->async, &ev))
 		atomic_fetch_add(&qp->events_reported, 1);
@@ -169,6 +179,8 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	if (rc)
 		return rc;
 	cap = attr->cap;
+	if (attr->srq)
+		cap.max_recv_wr = cap.max_recv_sge = 0;
 	grant_caps(&cap);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
@@ -176,6 +188,7 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	qp->dev = dev;
 	qp->async = async;
 	atomic_init(&qp->events_reported, 0);
+	atomic_init(&qp->last_wqe_reported, false);
 	rc = urxe_wq_init(&qp->e.sq, cap.max_send_wr, cap.max_send_sge,
 			  cap.max_inline_data, sizeof(struct urxe_send_wqe));
 	if (rc)
@@ -185,6 +198,11 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	if (rc)
 		goto err_sq;
 	init_eqp(qp, pd, attr);
+	if (attr->srq) {
+		rc = urxe_engine_srq_attach(&qp->e, &to_usrq(attr->srq)->e);
+		if (rc)
+			goto err_rq;
+	}
 	init_ibv_qp(qp, pd, attr);
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->init = *attr;
@@ -203,6 +221,8 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	atomic_fetch_add(&to_upd(pd)->users, 1);
 	atomic_fetch_add(&to_ucq(attr->send_cq)->users, 1);
 	atomic_fetch_add(&to_ucq(attr->recv_cq)->users, 1);
+	if (attr->srq)
+		atomic_fetch_add(&to_usrq(attr->srq)->users, 1);
 	attr->cap = cap;
 	urxe_dbg("%s: QP 0x%06x (%s) created", dev->desc.name, qp->e.qpn,
 		 attr->qp_type == IBV_QPT_RC ? "RC" :
@@ -214,6 +234,8 @@ err_locks:
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->vqp.qp_base.mutex);
 	pthread_cond_destroy(&qp->vqp.qp_base.cond);
+	urxe_engine_srq_detach(&qp->e);
+err_rq:
 	urxe_wq_fini(&qp->e.rq);
 err_sq:
 	urxe_wq_fini(&qp->e.sq);
@@ -253,6 +275,10 @@ int urxe_qp_destroy(struct ibv_qp *ibqp)
 	atomic_fetch_sub(&to_upd(ibqp->pd)->users, 1);
 	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->users, 1);
 	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->users, 1);
+	if (ibqp->srq) {
+		urxe_engine_srq_detach(&qp->e);
+		atomic_fetch_sub(&to_usrq(ibqp->srq)->users, 1);
+	}
 	urxe_wq_fini(&qp->e.sq);
 	urxe_wq_fini(&qp->e.rq);
 	urxe_qpx_fini(qp);
@@ -493,8 +519,11 @@ int urxe_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	 * The engine queues nothing for a QP in RESET any more: its
 	 * completions still waiting (flush errors, mostly) go with it.
 	 */
-	if (next == IBV_QPS_RESET && next != cur)
+	if (next == IBV_QPS_RESET && next != cur) {
 		clean_cqs(qp);
+		/* A next visit to ERR reports LAST_WQE_REACHED again. */
+		atomic_store(&qp->last_wqe_reported, false);
+	}
 	remember(&qp->attr, attr, mask);
 	qp->attr.qp_state = next;
 	ibqp->state = next;

@@ -236,26 +236,18 @@ int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 /* ---- receive ---- */
 
-int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		      struct ibv_recv_wr **bad)
+int urxe_recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad, unsigned int *posted)
 {
-	struct urxe_qp *qp = to_uqp(ibqp);
-	struct urxe_wq *q = &qp->e.rq;
-	enum ibv_qp_state s = qp_state(qp);
 	struct urxe_recv_wqe *w;
-	unsigned int posted = 0;
 	uint64_t len;
 	uint32_t prod;
 	int rc = 0, i;
 
-	/* Receives may wait from INIT on (IBA 10.3.1); SRQ QPs use the SRQ. */
-	if (s == IBV_QPS_RESET || ibqp->srq) {
-		*bad = wr;
-		return -EINVAL;
-	}
+	*posted = 0;
 	pthread_spin_lock(&q->lock);
 	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
-	for (; wr; wr = wr->next, prod++, posted++) {
+	for (; wr; wr = wr->next, prod++, (*posted)++) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
 		    (wr->num_sge && !wr->sg_list))
 			rc = -EINVAL;
@@ -280,6 +272,23 @@ int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		wq_publish(q, prod);
 	}
 	pthread_spin_unlock(&q->lock);
+	return rc;
+}
+
+int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad)
+{
+	struct urxe_qp *qp = to_uqp(ibqp);
+	enum ibv_qp_state s = qp_state(qp);
+	unsigned int posted;
+	int rc;
+
+	/* Receives may wait from INIT on (IBA 10.3.1); SRQ QPs use the SRQ. */
+	if (s == IBV_QPS_RESET || ibqp->srq) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	rc = urxe_recv_post(&qp->e.rq, wr, bad, &posted);
 	/* In ERR the engine flushes what was just posted. */
 	if (posted && s == IBV_QPS_ERR)
 		urxe_engine_kick(&qp->e);

@@ -137,6 +137,29 @@ int urxe_wq_init(struct urxe_wq *q, uint32_t max_wr, uint32_t max_sge,
 		 uint32_t max_inline, size_t hdr_size);
 void urxe_wq_fini(struct urxe_wq *q);
 
+/* ---- shared receive queues ---- */
+
+/*
+ * A basic SRQ (IBA 10.2.9): one receive ring that any number of the
+ * engine's QPs consume from.  Posters fill @rq under its spinlock as for
+ * a QP's own receive queue; the engine consumes under the progress lock,
+ * one WQE per message, which the QP then holds (urxe_eqp.srq_wqe) until
+ * it completes.  The WQEs' lkeys are checked against the SRQ's PD.
+ */
+struct urxe_esrq {
+	struct urxe_engine *eng;
+	uint32_t pd;			/* PD handle for the receives' keys */
+	struct urxe_wq rq;
+	/*
+	 * The armed limit (IBV_SRQ_LIMIT), 0 when disarmed: when a WQE taken
+	 * leaves fewer than this posted, the engine disarms it and calls
+	 * @limit_reached once (progress lock held; must not block).
+	 */
+	_Atomic uint32_t limit;
+	void (*limit_reached)(struct urxe_esrq *srq);
+};
+
+
 /* ---- completion rings ---- */
 
 struct urxe_cq_ring {
@@ -239,6 +262,9 @@ struct urxe_eqp {
 	bool sq_sig_all;
 	struct urxe_wq sq;
 	struct urxe_wq rq;		/* unused with an SRQ */
+	struct urxe_esrq *srq;		/* receives come from here, or NULL */
+	struct urxe_recv_wqe *srq_wqe;	/* the one taken from @srq ... */
+	bool srq_held;			/* ... until it completes */
 	struct urxe_cq_ring *scq;
 	struct urxe_cq_ring *rcq;
 	struct urxe_qp_attr attr;	/* under the progress lock */
@@ -286,7 +312,12 @@ struct urxe_eqp {
 	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
 	struct urxe_eqp *pending_next;	/* on the engine's work list */
 	bool on_list;
-	/* error / async event back to the provider */
+	/*
+	 * Affiliated async events back to the provider (progress lock held,
+	 * must not block): the errors, and IBV_EVENT_QP_LAST_WQE_REACHED each
+	 * time an SRQ QP in ERR is flushed (the provider reports it once per
+	 * visit to ERR).
+	 */
 	void (*fatal)(struct urxe_eqp *qp, enum ibv_event_type ev);
 	/*
 	 * This QP's share of the engine's counters, under the progress lock
@@ -376,6 +407,20 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp);
  */
 int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 			  int mask);
+
+/*
+ * SRQs: urxe_engine_srq_attach() before urxe_engine_qp_add() makes @qp
+ * take its receives from @srq (its ring initialised, @srq->eng set);
+ * urxe_engine_srq_detach() after urxe_engine_qp_remove().
+ */
+int urxe_engine_srq_attach(struct urxe_eqp *qp, struct urxe_esrq *srq);
+void urxe_engine_srq_detach(struct urxe_eqp *qp);
+/*
+ * Gives @srq room for @max_wr WRs, keeping the posted ones in order;
+ * -EINVAL when more than @max_wr are posted.  Takes the progress lock and
+ * the ring's lock.
+ */
+int urxe_engine_srq_resize(struct urxe_esrq *srq, uint32_t max_wr);
 
 /* After posting to @qp's send queue: sends now if the engine is free. */
 void urxe_engine_kick(struct urxe_eqp *qp);

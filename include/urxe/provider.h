@@ -69,6 +69,7 @@ struct urxe_dev {
 	struct urxe_capture *cap;	/* URXE_PCAP, or NULL */
 	bool gso;			/* send runs of packets as one (UDP GSO) */
 	unsigned int gso_failures;	/* GSO sends refused in a row */
+	atomic_int nsrq;		/* SRQs that exist (max_srq) */
 };
 
 /* Looks up or creates this process's instance of @desc. */
@@ -361,6 +362,8 @@ struct urxe_qp {
 	struct ibv_qp_attr attr;	/* every attribute set so far; lock */
 	struct urxe_evpipe *async;
 	atomic_uint events_reported;	/* posted to async */
+	/* SRQ QPs: IBV_EVENT_QP_LAST_WQE_REACHED posted since the last RESET */
+	atomic_bool last_wqe_reported;
 	/* the ibv_wr_* batch being built; NULL without SEND_OPS_FLAGS */
 	struct urxe_wr_batch *wrb;
 };
@@ -396,6 +399,54 @@ int urxe_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad);
 int urxe_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad);
+
+/*
+ * Shared receive queues (ibv_create_srq(3), ibv_modify_srq(3)): basic SRQs
+ * on a PD, which the RC, UC and UD QPs made with them (init_attr.srq)
+ * take their receives from.  The ring is the engine's struct urxe_esrq.
+ * IBV_EVENT_SRQ_LIMIT_REACHED goes to @async, the context's event pipe,
+ * as a QP's events do.  Destroy refuses (-EBUSY) while QPs use the SRQ,
+ * then drops its events nobody read and waits until the ones read were
+ * acknowledged (ibv_ack_async_event -> urxe_srq_ack_async).
+ */
+struct urxe_srq {
+	struct ibv_srq ibv;
+	struct urxe_esrq e;
+	struct urxe_dev *dev;
+	pthread_mutex_t lock;		/* serialises modify and query */
+	struct urxe_evpipe *async;
+	atomic_uint events_reported;	/* posted to async */
+	atomic_int users;		/* QPs attached */
+};
+
+static inline struct urxe_srq *to_usrq(struct ibv_srq *srq)
+{
+	return (struct urxe_srq *)((char *)srq - offsetof(struct urxe_srq, ibv));
+}
+
+/*
+ * ibv_create_srq_ex(3) (ibv_create_srq(3) passes comp_mask PD): the
+ * granted max_wr and max_sge are written back into @attr.  XRC and
+ * tag-matching SRQs: -EOPNOTSUPP.
+ */
+int urxe_srq_create(struct urxe_dev *dev, struct ibv_context *ctx,
+		    struct ibv_srq_init_attr_ex *attr,
+		    struct urxe_evpipe *async, struct ibv_srq **out);
+int urxe_srq_modify(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int urxe_srq_query(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+/* -EBUSY while QPs use it. */
+int urxe_srq_destroy(struct ibv_srq *srq);
+/* 0, or a negative errno with *bad naming the failed WR. */
+int urxe_srq_post_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad);
+/* ibv_ack_async_event() of an event affiliated with @srq. */
+void urxe_srq_ack_async(struct ibv_srq *srq);
+
+/* Whether an async event of this type names an SRQ (element.srq). */
+static inline bool urxe_event_is_srq(enum ibv_event_type t)
+{
+	return t == IBV_EVENT_SRQ_ERR || t == IBV_EVENT_SRQ_LIMIT_REACHED;
+}
 
 /* Whether an async event of this type names a QP (element.qp). */
 static inline bool urxe_event_is_qp(enum ibv_event_type t)

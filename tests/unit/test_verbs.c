@@ -419,12 +419,16 @@ START_TEST(device_attrs)
 	ck_assert_uint_gt(strlen(a.fw_ver), 0);
 	/*
 	 * Honest caps: atomics work (pyverbs' test_atomic skips on NONE),
-	 * RNR NAKs are generated; no port events, memory windows, XRC,
-	 * SRQ resize or path migration yet.
+	 * RNR NAKs are generated, SRQs resize; no port events, memory
+	 * windows, XRC or path migration yet.
 	 */
 	ck_assert_int_eq(a.atomic_cap, IBV_ATOMIC_HCA);
 	ck_assert_uint_eq(a.device_cap_flags,
-			  IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN);
+			  IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
+			  IBV_DEVICE_SRQ_RESIZE);
+	ck_assert_int_gt(a.max_srq, 0);
+	ck_assert_int_gt(a.max_srq_wr, 0);
+	ck_assert_int_gt(a.max_srq_sge, 0);
 
 	ck_assert_int_eq(ibv_query_device_ex(c, NULL, &ex), 0);
 	ck_assert_int_eq(ex.orig_attr.atomic_cap, a.atomic_cap);
