@@ -12,7 +12,13 @@
 #                RC success paths named in MUST_OK pass (not skip); every
 #                other case passes or skips (EOPNOTSUPP: extended verbs,
 #                memory windows, DM, dmabuf, raw packet), except the XRC
-#                atomic cases, which error until XRC QPs exist.
+#                atomic cases, which error until XRC QPs exist;
+#   test_qpex, test_cqex: every RC/UC/UD case of the extended QP and CQ
+#                passes (MUST_OK); ATOMIC_WRITE (not in Debian 12's kernel
+#                rxe either) and BIND_MW (no memory windows yet) skip; the
+#                XRC cases skip or error until XRC QPs exist;
+#   test_shared_pd: importing a context, PD and MR by cmd_fd and handle
+#                within the process passes.
 # As more verbs land, more modules join MODULES with their expectations.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,9 +33,10 @@ urxe_it_init "$@"
 assert_lib_loaded
 
 MODULES=(test_device test_pd test_addr test_cq test_cq_events test_qp test_mr
-	 test_atomic)
+	 test_atomic test_qpex test_cqex test_shared_pd)
 # class:cases that must all pass
-MUST_PASS=(DeviceTest:13 PDTest:4 AHTest:3 CQAPITest:3 CQTest:1 CqEventsTestCase:2)
+MUST_PASS=(DeviceTest:13 PDTest:4 AHTest:3 CQAPITest:3 CQTest:1 CqEventsTestCase:2
+	   CQEXAPITest:2 SharedPDTestCase:1)
 # classes whose cases may pass or skip, nothing else
 MAY_SKIP=(DMTest SharedDMTest)
 # single cases that must pass (the RC success paths, and more)
@@ -46,10 +53,29 @@ MUST_OK=(test_qp.QPTest.test_create_rc_qp_no_attr
 	 test_atomic.AtomicTest.test_atomic_fetch_and_add
 	 test_atomic.AtomicTest.test_atomic_invalid_lkey
 	 test_atomic.AtomicTest.test_atomic_invalid_rkey
-	 test_atomic.AtomicTest.test_atomic_non_aligned_addr)
+	 test_atomic.AtomicTest.test_atomic_non_aligned_addr
+	 test_cqex.CqExTestCase.test_rc_traffic_cq_ex
+	 test_cqex.CqExTestCase.test_ud_traffic_cq_ex
+	 test_qpex.QpExTestCase.test_qp_ex_ud_send
+	 test_qpex.QpExTestCase.test_qp_ex_ud_zero_size
+	 test_qpex.QpExTestCase.test_qp_ex_ud_send_imm
+	 test_qpex.QpExTestCase.test_qp_ex_rc_send
+	 test_qpex.QpExTestCase.test_qp_ex_rc_send_imm
+	 test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write
+	 test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm
+	 test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_zero_length
+	 test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read
+	 test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read_zero_size
+	 test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp
+	 test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add
+	 test_qpex.QpExTestCase.test_post_receive_qp_state_bad_flow
+	 test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
+	 test_qpex.QpExTestCase.test_full_rq_bad_flow
+	 test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow)
 # cases that may error, and why
 MAY_ERROR=(test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap
-	   test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add)
+	   test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add
+	   test_cqex.CqExTestCase.test_xrc_traffic_cq_ex)
 MAY_ERROR_WHY="XRC QPs do not exist yet; pyverbs skips XRC only when ibv_open_xrcd fails"
 
 "$PY" -c 'import pyverbs.device' 2>/dev/null || die "pyverbs is not installed (python3-pyverbs)"
