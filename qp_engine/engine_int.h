@@ -21,6 +21,7 @@
 #define URXE_ACK_EVERY 8		/* AckReq at least every N packets */
 #define URXE_TX_BATCH 32
 #define URXE_TX_BUF (4096 + 128)	/* MTU payload + headers + pad + ICRC */
+#define URXE_TX_PIECES 2		/* payload pieces a packet may point to */
 
 struct urxe_engine {
 	pthread_mutex_t lock;		/* the progress lock */
@@ -58,6 +59,8 @@ struct urxe_engine {
 	struct urxe_pkt tx[URXE_TX_BATCH];
 	uint8_t (*tx_buf)[URXE_TX_BUF];
 	unsigned int ntx;
+	/* registered memory the batch's packets point into, held till sent */
+	struct urxe_mem *tx_mem[URXE_TX_BATCH][URXE_TX_PIECES];
 	/* counters: the slot's shared record (conf->stats), else cnt_own */
 	_Atomic uint64_t *cnt;
 	_Atomic uint64_t cnt_own[URXE_CNT__COUNT];
@@ -175,6 +178,20 @@ struct urxe_tx_path {
 uint8_t *urxe_tx_begin(struct urxe_engine *eng, const struct urxe_bth *bth);
 void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
 		    const struct urxe_opinfo *oi, uint32_t paylen);
+/*
+ * Payload straight from registered memory: up to URXE_TX_PIECES pieces,
+ * whose keys the packet holds (@mem, references taken) until it is sent.
+ * The header is in the buffer urxe_tx_begin() returned.
+ */
+struct urxe_tx_piece {
+	const uint8_t *addr;
+	uint32_t len;
+	struct urxe_mem *mem;
+};
+void urxe_tx_commit_pieces(struct urxe_engine *eng,
+			   const struct urxe_tx_path *path,
+			   const struct urxe_opinfo *oi,
+			   const struct urxe_tx_piece *p, unsigned int n);
 void urxe_tx_flush(struct urxe_engine *eng);
 void urxe_qp_path(const struct urxe_eqp *qp, struct urxe_tx_path *p);
 
@@ -185,6 +202,14 @@ int urxe_sge_copy_out(struct urxe_engine *eng, uint32_t pd,
 int urxe_sge_copy_in(struct urxe_engine *eng, uint32_t pd,
 		     const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
 		     const void *src, uint32_t len);
+/*
+ * The pieces of registered memory @len bytes of the SGE list from @off
+ * lie in, each holding a reference: how many (at most @max), -E2BIG if
+ * more are needed (nothing held then), -EACCES for a bad key or range.
+ */
+int urxe_sge_pieces(struct urxe_engine *eng, uint32_t pd,
+		    const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
+		    uint32_t len, struct urxe_tx_piece *p, unsigned int max);
 
 /* req.c */
 void urxe_req_run(struct urxe_eqp *qp);

@@ -97,6 +97,56 @@ int urxe_sge_copy_out(struct urxe_engine *eng, uint32_t pd,
 	return sge_walk(eng, pd, sge, nsge, off, len, 0, copy_from_mem, dst);
 }
 
+int urxe_sge_pieces(struct urxe_engine *eng, uint32_t pd,
+		    const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
+		    uint32_t len, struct urxe_tx_piece *p, unsigned int max)
+{
+	unsigned int n = 0, k;
+	uint32_t i;
+	int rc = 0;
+
+	for (i = 0; i < nsge && len; i++) {
+		struct urxe_mem *m;
+		uint32_t c;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		c = sge[i].length - off < len ? sge[i].length - off : len;
+		if (!c)
+			continue;
+		if (n == max) {
+			rc = -E2BIG;
+			break;
+		}
+		m = urxe_mem_get(eng, sge[i].lkey, false);
+		if (!m) {
+			rc = -EACCES;
+			break;
+		}
+		if (!mem_allows(m, pd, sge[i].addr + off, c, 0)) {
+			urxe_mem_put(m);
+			rc = -EACCES;
+			break;
+		}
+		p[n].addr = m->addr + (sge[i].addr + off - m->iova);
+		p[n].len = c;
+		p[n].mem = m;
+		n++;
+		len -= c;
+		off = 0;
+	}
+	if (!rc && len)
+		rc = -EACCES;		/* the SGEs are shorter than the message */
+	if (rc) {
+		for (k = 0; k < n; k++)
+			urxe_mem_put(p[k].mem);
+		return rc;
+	}
+	return (int)n;
+}
+
 int urxe_sge_copy_in(struct urxe_engine *eng, uint32_t pd,
 		     const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
 		     const void *src, uint32_t len)

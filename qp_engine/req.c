@@ -8,6 +8,7 @@
  * unprivileged UDP socket holds ~208 KiB, and what overflows it is lost.
  * Progress lock held throughout.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -154,10 +155,11 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	const struct urxe_opinfo *oi;
 	struct urxe_tx_path path;
 	struct urxe_bth bth;
+	struct urxe_tx_piece pieces[URXE_TX_PIECES];
 	bool first = wqe->sent == 0, last;
+	int rc = 0, npieces;
 	uint32_t every;
 	uint8_t *buf;
-	int rc = 0;
 
 	if (paylen > mtu)
 		paylen = mtu;
@@ -182,15 +184,30 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	oi = urxe_opinfo(bth.opcode);
 	buf = urxe_tx_begin(eng, &bth);
 	put_ext_hdrs(qp, wqe, oi, buf, wqe->remote_addr, wqe->length);
-	if (wqe->send_flags & IBV_SEND_INLINE)
-		memcpy(buf + oi->hdr_len, (uint8_t *)wqe->sge + wqe->sent, paylen);
-	else
-		rc = urxe_sge_copy_out(eng, qp->pd, wqe->sge, wqe->num_sge,
-				       wqe->sent, buf + oi->hdr_len, paylen);
-	if (rc)
-		return rc;	/* the packet is not committed */
 	wqe_path(qp, wqe, &path);
-	urxe_tx_commit(eng, &path, oi, paylen);
+	npieces = -E2BIG;
+	if (!(wqe->send_flags & IBV_SEND_INLINE) && paylen)
+		npieces = urxe_sge_pieces(eng, qp->pd, wqe->sge, wqe->num_sge,
+					  wqe->sent, paylen, pieces,
+					  URXE_TX_PIECES);
+	if (npieces >= 0) {
+		/* Zero copy: the packet points into the registered memory. */
+		urxe_tx_commit_pieces(eng, &path, oi, pieces,
+				      (unsigned int)npieces);
+	} else {
+		if (wqe->send_flags & IBV_SEND_INLINE)
+			memcpy(buf + oi->hdr_len,
+			       (uint8_t *)wqe->sge + wqe->sent, paylen);
+		else if (npieces == -E2BIG)
+			rc = urxe_sge_copy_out(eng, qp->pd, wqe->sge,
+					       wqe->num_sge, wqe->sent,
+					       buf + oi->hdr_len, paylen);
+		else
+			rc = npieces;
+		if (rc)
+			return rc;	/* the packet is not committed */
+		urxe_tx_commit(eng, &path, oi, paylen);
+	}
 	urxe_rtt_start(qp, bth.psn);
 	wqe->sent += paylen;
 	qp->psn = urxe_psn_add(qp->psn, 1);

@@ -3,7 +3,10 @@
  * Outgoing packets.  Each is assembled in one of the engine's batch
  * buffers (BTH, extension headers, payload, pad, ICRC) and handed to the
  * netdev in batches: one xmit per URXE_TX_BATCH packets or per progress
- * pass.  Progress lock held throughout.
+ * pass.  Request payload is not copied there: the packet's iovec points
+ * into the registered memory (holding its key until the batch has left),
+ * with the pad and ICRC after the headers in the buffer.  Progress lock
+ * held throughout.
  */
 #include <string.h>
 
@@ -58,9 +61,59 @@ void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
 		eng->acct->cnt[URXE_CNT_SENT_PKTS]++;
 }
 
+void urxe_tx_commit_pieces(struct urxe_engine *eng,
+			   const struct urxe_tx_path *path,
+			   const struct urxe_opinfo *oi,
+			   const struct urxe_tx_piece *p, unsigned int n)
+{
+	struct urxe_pkt *pkt = &eng->tx[eng->ntx];
+	uint8_t *buf = eng->tx_buf[eng->ntx], *tail = buf + oi->hdr_len;
+	uint8_t ph[68];			/* urxe_icrc_pseudo_hdr()'s room */
+	uint32_t paylen = 0, pad, len;
+	struct urxe_icrc c;
+	size_t ip_len;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		paylen += p[i].len;
+	pad = (4 - paylen % 4) % 4;
+	len = oi->hdr_len + paylen + pad;
+	pkt->dgid = *path->dgid;
+	pkt->sgid = *path->sgid;
+	pkt->sport = eng->ops->sport ? eng->ops->sport(eng->priv, path->sport)
+				     : path->sport;
+	pkt->tclass = path->tclass;
+	pkt->hop_limit = path->hop_limit;
+	buf[1] = (uint8_t)((buf[1] & ~0x30) | pad << 4);
+	memset(tail, 0, pad);
+	ip_len = urxe_icrc_pseudo_hdr(ph, pkt->sgid.raw, pkt->dgid.raw,
+				      pkt->sport, URXE_ROCE_UDP_PORT,
+				      len + URXE_ICRC_LEN, 0, true);
+	urxe_icrc_begin(&c, ph, ip_len, ph + ip_len, buf);
+	urxe_icrc_update(&c, buf + URXE_BTH_LEN, oi->hdr_len - URXE_BTH_LEN);
+	pkt->iov[0].iov_base = buf;
+	pkt->iov[0].iov_len = oi->hdr_len;
+	for (i = 0; i < n; i++) {
+		urxe_icrc_update(&c, p[i].addr, p[i].len);
+		/* sendmsg() only reads it; iovec just lacks the const. */
+		pkt->iov[1 + i].iov_base = (void *)(uintptr_t)p[i].addr;
+		pkt->iov[1 + i].iov_len = p[i].len;
+		eng->tx_mem[eng->ntx][i] = p[i].mem;
+	}
+	urxe_icrc_update(&c, tail, pad);
+	urxe_icrc_store(tail + pad, urxe_icrc_end(&c));
+	pkt->iov[1 + n].iov_base = tail;
+	pkt->iov[1 + n].iov_len = pad + URXE_ICRC_LEN;
+	pkt->niov = 2 + n;
+	pkt->len = len + URXE_ICRC_LEN;
+	eng->ntx++;
+	if (eng->acct)
+		eng->acct->cnt[URXE_CNT_SENT_PKTS]++;
+}
+
 void urxe_tx_flush(struct urxe_engine *eng)
 {
-	unsigned int done = 0;
+	unsigned int done = 0, i, k;
 	int n;
 
 	while (done < eng->ntx) {
@@ -73,5 +126,14 @@ void urxe_tx_flush(struct urxe_engine *eng)
 		done += (unsigned int)n;
 	}
 	urxe_count(eng, URXE_CNT_SENT_PKTS, done);
+	/* Sent (or dropped): the memory they pointed into is free to go. */
+	for (i = 0; i < eng->ntx; i++) {
+		for (k = 0; k < URXE_TX_PIECES; k++) {
+			if (eng->tx_mem[i][k]) {
+				urxe_mem_put(eng->tx_mem[i][k]);
+				eng->tx_mem[i][k] = NULL;
+			}
+		}
+	}
 	eng->ntx = 0;
 }

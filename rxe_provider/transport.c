@@ -90,34 +90,79 @@ static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
 	o->niov = niov;
 }
 
-/* Records a packet as it left (after fault injection), with its IP ID. */
-static void capture_tx(struct urxe_dev *dev, const struct urxe_udp_out *o,
-		       const struct iovec *pkt, uint16_t ip_id)
+/* Where one packet's bytes lie in a datagram's iovec. */
+struct seg {
+	unsigned int iov0, niov;
+	uint32_t len;
+};
+
+static uint32_t iov_len(const struct iovec *iov, unsigned int n)
 {
+	uint32_t len = 0;
+
+	while (n--)
+		len += (uint32_t)iov[n].iov_len;
+	return len;
+}
+
+/* Copies a packet's pieces into @dst (room for @cap bytes). */
+static uint32_t gather(const struct iovec *iov, unsigned int n, uint8_t *dst,
+		       uint32_t cap)
+{
+	uint32_t len = 0;
+	unsigned int i;
+
+	for (i = 0; i < n && len + iov[i].iov_len <= cap; i++) {
+		memcpy(dst + len, iov[i].iov_base, iov[i].iov_len);
+		len += (uint32_t)iov[i].iov_len;
+	}
+	return len;
+}
+
+/* Records a packet as it left (after fault injection), with its IP ID. */
+static void capture_pkt(struct urxe_dev *dev, const struct urxe_udp_out *o,
+			const struct iovec *iov, unsigned int n, uint16_t ip_id)
+{
+	static __thread uint8_t flat[FAULT_BUF];
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst,
 		.sport = urxe_udp_sport(dev->udp, o->sport),
 		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64,
 		.ip_id = ip_id,
-		.roce = pkt->iov_base, .len = (uint32_t)pkt->iov_len,
 	};
 
+	if (n == 1) {
+		c.roce = iov->iov_base;
+		c.len = (uint32_t)iov->iov_len;
+	} else {
+		c.roce = flat;
+		c.len = gather(iov, n, flat, sizeof(flat));
+	}
 	urxe_capture_write(dev->cap, &c);
 }
 
-static void capture_out(struct urxe_dev *dev, const struct urxe_udp_out *o)
+static void capture_out(struct urxe_dev *dev, const struct urxe_udp_out *o,
+			const struct seg *segs)
 {
-	unsigned int i;
+	unsigned int i, n = 0;
 
-	for (i = 0; i < (o->gso_size ? o->niov : 1); i++)
-		capture_tx(dev, o, &o->iov[i], (uint16_t)i);
+	if (!o->gso_size) {
+		capture_pkt(dev, o, o->iov, o->niov, 0);
+		return;
+	}
+	for (i = 0; n < o->niov; i++) {
+		capture_pkt(dev, o, o->iov + segs[i].iov0, segs[i].niov,
+			    (uint16_t)i);
+		n = segs[i].iov0 + segs[i].niov;
+	}
 }
 
 /*
  * URXE_FAULTS: what the wire does to the packets of this batch.  Dropped
  * ones vanish, duplicated ones go twice, corrupted ones go with a flipped
  * bit (the receiver's ICRC check drops them), a reordered one waits for
- * the next packet.  Builds the batch in @out; returns its length.
+ * the next packet.  Builds the batch in @out, one iovec a packet (a
+ * packet in pieces is first copied whole); returns its length.
  */
 static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
 				 unsigned int n, struct urxe_udp_out *out,
@@ -131,20 +176,27 @@ static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
 		enum urxe_fault f = urxe_faults_decide(dev->faults,
 			(uint32_t)b[5] << 16 | b[6] << 8 | b[7],
 			(uint32_t)b[9] << 16 | b[10] << 8 | b[11], b[0], false);
+		bool flat = pkts[i].niov > 1;
 
 		iov[k] = pkts[i].iov[0];
+		if (flat) {
+			iov[k].iov_base = t->corrupt[k];
+			iov[k].iov_len = gather(pkts[i].iov, pkts[i].niov,
+						t->corrupt[k], FAULT_BUF);
+		}
 		switch (f) {
 		case URXE_FAULT_DROP:
 			continue;
 		case URXE_FAULT_CORRUPT:
-			memcpy(t->corrupt[k], b, pkts[i].iov[0].iov_len);
-			t->corrupt[k][pkts[i].iov[0].iov_len / 2] ^= 0x20;
+			if (!flat)
+				memcpy(t->corrupt[k], b, iov[k].iov_len);
+			t->corrupt[k][iov[k].iov_len / 2] ^= 0x20;
 			iov[k].iov_base = t->corrupt[k];
 			break;
 		case URXE_FAULT_REORDER:
 			if (!t->held_len) {
-				memcpy(t->held, b, pkts[i].iov[0].iov_len);
-				t->held_len = pkts[i].iov[0].iov_len;
+				memcpy(t->held, iov[k].iov_base, iov[k].iov_len);
+				t->held_len = iov[k].iov_len;
 				t->held_pkt = pkts[i];
 				continue;
 			}
@@ -187,22 +239,22 @@ static bool same_flow(const struct urxe_udp_out *a,
 /*
  * Segment i of a GSO send leaves with IPv4 ID i, which its ICRC covers:
  * adjusts the ICRCs of segments 1.. of @o (a second call restores them).
+ * A packet's ICRC ends its last piece, which is the engine's (writable).
  */
-static void gso_fix_icrcs(const struct urxe_udp_out *o)
+static void gso_fix_icrcs(const struct urxe_udp_out *o, const struct seg *segs,
+			  unsigned int nseg)
 {
 	unsigned int i;
 
 	if (memcmp(o->dst, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
 		return;				/* IPv6: no ID */
-	for (i = 1; i < o->niov; i++) {
-		uint8_t *p = o->iov[i].iov_base;
-		uint32_t len = (uint32_t)o->iov[i].iov_len;
-		uint8_t *icrc = p + len - 4;
-
+	for (i = 1; i < nseg; i++) {
+		const struct iovec *last = &o->iov[segs[i].iov0 + segs[i].niov - 1];
+		uint8_t *icrc = (uint8_t *)last->iov_base + last->iov_len - 4;
 		uint32_t v = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 |
 			     (uint32_t)icrc[2] << 16 | (uint32_t)icrc[3] << 24;
 
-		v ^= urxe_icrc_ipv4_id_delta(len, (uint16_t)i);
+		v ^= urxe_icrc_ipv4_id_delta(segs[i].len, (uint16_t)i);
 		icrc[0] = (uint8_t)v;
 		icrc[1] = (uint8_t)(v >> 8);
 		icrc[2] = (uint8_t)(v >> 16);
@@ -235,27 +287,34 @@ static void group_flows(struct urxe_udp_out *out, unsigned int k)
 	}
 }
 
+/* One transmit batch's datagrams: GSO runs, and where their packets lie. */
+struct gso_batch {
+	struct urxe_udp_out g[2 * URXE_DEV_TX_BATCH];
+	struct iovec iov[2 * URXE_DEV_TX_BATCH * 4];
+	struct seg segs[2 * URXE_DEV_TX_BATCH];
+	unsigned int seg0[2 * URXE_DEV_TX_BATCH];	/* g[i]'s first seg */
+	unsigned int nseg[2 * URXE_DEV_TX_BATCH];
+};
+
 /*
  * Folds runs of packets of one flow and one size (the last may be
- * shorter) — the middle packets of a message — into GSO sends.  @out
- * (k entries of one iovec each) becomes @g; returns its length.
+ * shorter) — the middle packets of messages — into GSO sends.  @out
+ * (k packets) becomes b->g; returns its length.
  */
 static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
-			      struct urxe_udp_out *g, struct iovec *giov)
+			      struct gso_batch *b)
 {
-	unsigned int j = 0, ng = 0, m, nio = 0;
+	unsigned int j = 0, ng = 0, m, i, nio = 0, ns = 0;
 
 	group_flows(out, k);
-
 	while (j < k) {
-		size_t seg = out[j].iov[0].iov_len, total = seg;
+		uint32_t seg = iov_len(out[j].iov, out[j].niov), total = seg;
 
-		g[ng] = out[j];
 		for (m = 1; j + m < k && m < GSO_MAX_SEGS; m++) {
 			const struct urxe_udp_out *o = &out[j + m];
-			size_t len = o->iov[0].iov_len;
+			uint32_t len = iov_len(o->iov, o->niov);
 
-			if (o->niov != 1 || len > seg || !same_flow(o, &out[j]) ||
+			if (len > seg || !same_flow(o, &out[j]) ||
 			    total + len > GSO_MAX_BYTES)
 				break;
 			total += len;
@@ -264,20 +323,33 @@ static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
 				break;
 			}
 		}
-		if (m > 1 && out[j].niov == 1) {
-			unsigned int i;
+		b->g[ng] = out[j];
+		b->seg0[ng] = ns;
+		b->nseg[ng] = m;
+		if (m > 1) {
+			unsigned int start = nio;
 
-			for (i = 0; i < m; i++)
-				giov[nio + i] = out[j + i].iov[0];
-			g[ng].iov = &giov[nio];
-			g[ng].niov = m;
-			g[ng].gso_size = (uint16_t)seg;
-			gso_fix_icrcs(&g[ng]);
-			nio += m;
-			j += m;
+			for (i = 0; i < m; i++) {
+				const struct urxe_udp_out *o = &out[j + i];
+
+				memcpy(&b->iov[nio], o->iov,
+				       o->niov * sizeof(*o->iov));
+				b->segs[ns + i].iov0 = nio - start;
+				b->segs[ns + i].niov = o->niov;
+				b->segs[ns + i].len = iov_len(o->iov, o->niov);
+				nio += o->niov;
+			}
+			b->g[ng].iov = &b->iov[start];
+			b->g[ng].niov = nio - start;
+			b->g[ng].gso_size = (uint16_t)seg;
+			gso_fix_icrcs(&b->g[ng], &b->segs[ns], m);
 		} else {
-			j++;
+			b->segs[ns].iov0 = 0;
+			b->segs[ns].niov = out[j].niov;
+			b->segs[ns].len = seg;
 		}
+		ns += m;
+		j += m;
 		ng++;
 	}
 	return ng;
@@ -287,36 +359,37 @@ static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
  * A GSO send the kernel refused (no UDP_SEGMENT, a segment over the path
  * MTU, ...): its packets go one by one, with the ICRCs for ID 0 again.
  */
-static int gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o)
+static void gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o,
+		       const struct seg *segs, unsigned int nseg)
 {
 	struct urxe_udp_out one = *o;
 	unsigned int i;
-	int rc;
 
-	gso_fix_icrcs(o);		/* XOR again: back to ID 0 */
+	gso_fix_icrcs(o, segs, nseg);	/* XOR again: back to ID 0 */
 	if (++dev->gso_failures >= 3 && dev->gso) {
 		dev->gso = false;
 		urxe_dbg("%s: the kernel refuses UDP GSO here; sending packet by packet",
 			 dev->desc.name);
 	}
 	one.gso_size = 0;
-	one.niov = 1;
-	for (i = 0; i < o->niov; i++) {
-		one.iov = &o->iov[i];
-		rc = urxe_udp_send(dev->udp, &one, 1, NULL);
-		if (rc == 1 && dev->cap)
-			capture_tx(dev, &one, one.iov, 0);
+	for (i = 0; i < nseg; i++) {
+		one.iov = o->iov + segs[i].iov0;
+		one.niov = segs[i].niov;
+		if (urxe_udp_send(dev->udp, &one, 1, NULL) == 1 && dev->cap)
+			capture_pkt(dev, &one, one.iov, one.niov, 0);
 	}
-	return 1;
 }
 
 static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
 	struct urxe_dev *dev = priv;
-	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH], g[2 * URXE_DEV_TX_BATCH];
-	struct iovec iov[2 * URXE_DEV_TX_BATCH], giov[2 * URXE_DEV_TX_BATCH];
+	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH];
+	struct iovec iov[2 * URXE_DEV_TX_BATCH];
+	static __thread struct gso_batch gb;
 	struct urxe_udp_out *send = out;
+	const struct seg *segs;
 	unsigned int i, k, tries = 0, sent = 0;
+	bool merged = false;
 	int rc = 0;
 
 	if (!dev->udp)
@@ -330,8 +403,9 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			out_from_pkt(&out[i], &pkts[i], pkts[i].iov, pkts[i].niov);
 		k = n;
 		if (dev->gso && k > 1) {
-			k = gso_merge(out, k, g, giov);
-			send = g;
+			k = gso_merge(out, k, &gb);
+			send = gb.g;
+			merged = true;
 		}
 	}
 	while (sent < k) {
@@ -343,7 +417,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		if (rc == -EAGAIN)
 			break;
 		if (rc < 0 && send[sent].gso_size) {
-			rc = gso_unfold(dev, &send[sent]);
+			gso_unfold(dev, &send[sent], &gb.segs[gb.seg0[sent]],
+				   gb.nseg[sent]);
 			sent++;
 			continue;
 		}
@@ -354,9 +429,12 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		} else if (send[sent].gso_size) {
 			dev->gso_failures = 0;
 		}
-		if (dev->cap)
-			for (i = sent; i < sent + (unsigned int)rc; i++)
-				capture_out(dev, &send[i]);
+		if (dev->cap) {
+			for (i = sent; i < sent + (unsigned int)rc; i++) {
+				segs = merged ? &gb.segs[gb.seg0[i]] : NULL;
+				capture_out(dev, &send[i], segs);
+			}
+		}
 		sent += (unsigned int)rc;
 	}
 	if (sent < k && sent) {
@@ -367,7 +445,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		unsigned int lost = 0;
 
 		for (i = sent; i < k; i++)
-			lost += send[i].gso_size ? send[i].niov : 1;
+			lost += merged ? gb.nseg[i] : 1;
 		if (dev->stats)
 			atomic_fetch_add_explicit(
 				&dev->stats->counters[URXE_CNT_SEND_ERR], lost,

@@ -57,6 +57,19 @@ struct node {
 
 static struct node nodes[2];
 
+/* Copies a packet's pieces (header, payload pieces, tail) out; its length. */
+static inline uint32_t urxe_test_gather(const struct urxe_pkt *p, uint8_t *dst)
+{
+	uint32_t off = 0;
+	unsigned int k;
+
+	for (k = 0; k < p->niov; k++) {
+		memcpy(dst + off, p->iov[k].iov_base, p->iov[k].iov_len);
+		off += (uint32_t)p->iov[k].iov_len;
+	}
+	return off;
+}
+
 static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
 	unsigned int i;
@@ -69,7 +82,7 @@ static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			continue;
 		ck_assert_uint_lt(wire_n, WIRE_MAX);
 		ck_assert_uint_le(pkts[i].len, sizeof(w->data));
-		memcpy(w->data, pkts[i].iov[0].iov_base, pkts[i].len);
+		ck_assert_uint_eq(urxe_test_gather(&pkts[i], w->data), pkts[i].len);
 		w->len = pkts[i].len;
 		w->src = pkts[i].sgid;
 		w->dst = pkts[i].dgid;
