@@ -429,6 +429,38 @@ START_TEST(rc_rnr)
 }
 END_TEST
 
+/*
+ * A WRITE with immediate of several packets and no receive: the RNR NAK
+ * comes for its last packet, which is checked before any of it is
+ * placed, so the retry after the RNR timer completes it whole.
+ */
+START_TEST(rc_write_imm_rnr)
+{
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+
+	fill(nodes[0].buf, 5000, 4);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 5000);
+	w->remote_addr = nodes[1].mem.iova + 100000;
+	w->rkey = nodes[1].mem.rkey;
+	w->imm_inv = htobe32(0x77);
+	post(&nodes[0]);
+	pump();
+	ck_assert(urxe_cq_empty(&nodes[0].cq));
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	post_recv(&nodes[1], 4, 0, 0);
+	fake_now += 100000;	/* min_rnr_timer 1 = 10 us */
+	pump();
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.byte_len, 5000);
+	ck_assert_uint_eq(be32toh(wc.imm_data), 0x77);
+	ck_assert(!memcmp(nodes[1].buf + 100000, nodes[0].buf, 5000));
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+}
+END_TEST
+
 /* A bad rkey: NAK remote access; both QPs end in error. */
 START_TEST(rc_remote_access)
 {
@@ -647,6 +679,199 @@ START_TEST(rc_retry_exceeded)
 }
 END_TEST
 
+/* ---- node 1's QP on a shared receive queue ---- */
+
+static struct urxe_esrq srq;
+static unsigned int limit_hits;
+static enum ibv_event_type events[8];
+static unsigned int nevents;
+
+static void on_limit(struct urxe_esrq *s)
+{
+	ck_assert_ptr_eq(s, &srq);
+	limit_hits++;
+}
+
+static void on_event(struct urxe_eqp *qp, enum ibv_event_type ev)
+{
+	ck_assert_ptr_eq(qp, &nodes[1].qp);
+	ck_assert_uint_lt(nevents, 8);
+	events[nevents++] = ev;
+}
+
+static void srq_setup(void)
+{
+	setup();
+	memset(&srq, 0, sizeof(srq));
+	srq.eng = nodes[1].eng;
+	srq.pd = 7;
+	srq.limit_reached = on_limit;
+	ck_assert_int_eq(urxe_wq_init(&srq.rq, 8, 2, 0,
+				      sizeof(struct urxe_recv_wqe)), 0);
+	/* Nothing has run on the QP yet: as good as before qp_add. */
+	ck_assert_int_eq(urxe_engine_srq_attach(&nodes[1].qp, &srq), 0);
+	nodes[1].qp.fatal = on_event;
+	limit_hits = nevents = 0;
+}
+
+static void srq_teardown(void)
+{
+	teardown();
+	urxe_engine_srq_detach(&nodes[1].qp);
+	urxe_wq_fini(&srq.rq);
+}
+
+static void srq_post(uint64_t id, uint64_t off, uint32_t len)
+{
+	uint32_t p = atomic_load(&srq.rq.prod);
+	struct urxe_recv_wqe *r = urxe_wq_slot(&srq.rq, p);
+
+	ck_assert_uint_lt(p - atomic_load(&srq.rq.cons), srq.rq.max_wr);
+	r->wr_id = id;
+	r->num_sge = 2;		/* two halves: the copy keeps both */
+	r->length = len;
+	r->sge[0] = (struct urxe_sge){ nodes[1].mem.iova + off, len / 2,
+				       nodes[1].mem.lkey };
+	r->sge[1] = (struct urxe_sge){ nodes[1].mem.iova + off + len / 2,
+				       len - len / 2, nodes[1].mem.lkey };
+	atomic_store(&srq.rq.prod, p + 1);
+}
+
+static uint32_t srq_posted(void)
+{
+	return atomic_load(&srq.rq.prod) - atomic_load(&srq.rq.cons);
+}
+
+/*
+ * Two messages of three packets, the first losing its middle packet: the
+ * responder holds the WQE it took through the PSN-sequence NAK and the
+ * resend; the second message takes the next WQE.  The limit, armed at 2
+ * with 3 posted, fires when the second is taken (1 left), once.
+ */
+START_TEST(srq_send_loss_and_limit)
+{
+	struct ibv_wc wc;
+
+	fill(nodes[0].buf, 6000, 2);
+	srq_post(1, 100000, 4000);
+	srq_post(2, 110000, 4000);
+	srq_post(3, 120000, 4000);
+	atomic_store(&srq.limit, 2);
+	drop_at = 1;
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 3000);
+	post(&nodes[0]);
+	new_wqe(&nodes[0], IBV_WR_SEND, 3000, 3000);
+	post(&nodes[0]);
+	pump();
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_uint_eq(wc.byte_len, 3000);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert(!memcmp(nodes[1].buf + 100000, nodes[0].buf, 3000));
+	ck_assert(!memcmp(nodes[1].buf + 110000, nodes[0].buf + 3000, 3000));
+	ck_assert_uint_eq(srq_posted(), 1);
+	ck_assert_uint_eq(limit_hits, 1);
+	ck_assert_uint_eq(atomic_load(&srq.limit), 0);
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(nevents, 0);
+}
+END_TEST
+
+/* The same WRITE with immediate into an empty SRQ: RNR, then complete. */
+START_TEST(srq_write_imm_rnr)
+{
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+
+	fill(nodes[0].buf, 5000, 6);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 5000);
+	w->remote_addr = nodes[1].mem.iova + 100000;
+	w->rkey = nodes[1].mem.rkey;
+	post(&nodes[0]);
+	pump();
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	srq_post(8, 0, 16);
+	fake_now += 100000;
+	pump();
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 8);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.byte_len, 5000);
+	ck_assert(!memcmp(nodes[1].buf + 100000, nodes[0].buf, 5000));
+	ck_assert_uint_eq(srq_posted(), 0);
+}
+END_TEST
+
+/*
+ * A message cut short (its last packet lost) when the QP goes to ERR: the
+ * WQE it holds is flushed, the SRQ's others stay for other QPs, and
+ * IBV_EVENT_QP_LAST_WQE_REACHED is reported.
+ */
+START_TEST(srq_flush_held)
+{
+	struct urxe_qp_attr at = { .state = IBV_QPS_ERR };
+	struct ibv_wc wc;
+
+	srq_post(1, 100000, 4000);
+	srq_post(2, 110000, 4000);
+	drop_at = 2;
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 3000);
+	post(&nodes[0]);
+	pump();
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	ck_assert_uint_eq(srq_posted(), 1);
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[1].qp, &at,
+					       IBV_QP_STATE), 0);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	ck_assert_uint_eq(srq_posted(), 1);
+	ck_assert_uint_eq(nevents, 1);
+	ck_assert_int_eq(events[0], IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+END_TEST
+
+/* A resize while WQEs wait, the ring's indices past its start. */
+START_TEST(srq_resize)
+{
+	unsigned int i;
+	struct ibv_wc wc;
+
+	for (i = 0; i < 6; i++)
+		srq_post(i, 100000 + i * 1000, 1000);
+	for (i = 0; i < 4; i++) {
+		new_wqe(&nodes[0], IBV_WR_SEND, 0, 10);
+		post(&nodes[0]);
+	}
+	pump();
+	for (i = 0; i < 4; i++)
+		ck_assert_uint_eq(poll_one(&nodes[1]).wr_id, i);
+	for (i = 6; i < 10; i++)
+		srq_post(i, 100000 + i * 1000, 1000);
+	ck_assert_int_eq(urxe_engine_srq_resize(&srq, 5), -EINVAL);
+	ck_assert_int_eq(urxe_engine_srq_resize(&srq, 6), 0);
+	ck_assert_uint_eq(srq.rq.max_wr, 6);
+	ck_assert_int_eq(urxe_engine_srq_resize(&srq, 100), 0);
+	for (i = 10; i < 40; i++)
+		srq_post(i, 100000 + i * 1000, 1000);
+	for (i = 4; i < 40; i++) {
+		new_wqe(&nodes[0], IBV_WR_SEND, 0, 10);
+		post(&nodes[0]);
+		pump();
+		wc = poll_one(&nodes[1]);
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, i);
+		ck_assert_uint_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	}
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -659,6 +884,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_loss_psn_nak);
 	tcase_add_test(tc, rc_loss_timeout);
 	tcase_add_test(tc, rc_rnr);
+	tcase_add_test(tc, rc_write_imm_rnr);
 	tcase_add_test(tc, rc_remote_access);
 	tcase_add_test(tc, rc_atomic_misaligned);
 	tcase_add_test(tc, rc_recv_bad_lkey);
@@ -668,6 +894,14 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_retry_exceeded);
 	tcase_add_test(tc, rc_random_loss_both_ways);
 	tcase_add_test(tc, rc_many_messages);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("srq");
+	tcase_add_checked_fixture(tc, srq_setup, srq_teardown);
+	tcase_add_test(tc, srq_send_loss_and_limit);
+	tcase_add_test(tc, srq_write_imm_rnr);
+	tcase_add_test(tc, srq_flush_held);
+	tcase_add_test(tc, srq_resize);
 	suite_add_tcase(s, tc);
 	return s;
 }
