@@ -137,8 +137,8 @@ static struct urxe_recv_wqe *rq_head(struct urxe_eqp *qp)
  * Takes the oldest WQE of the QP's SRQ into the QP: other QPs share the
  * ring, so a message holds its own copy from its first packet on.  The
  * slot is released only after the copy (release store of cons).  Taking
- * one may fire the armed limit (IBA 10.2.9.4: fewer WQEs than the limit),
- * which then disarms.
+ * one may fire the armed limit (SRQ Limit Reached: fewer WQEs posted than
+ * the limit), which then disarms.
  */
 static bool srq_take(struct urxe_eqp *qp)
 {
@@ -626,7 +626,7 @@ void urxe_resp_flush(struct urxe_eqp *qp)
 	if (qp->srq) {
 		/*
 		 * The SRQ's WQEs are the other QPs' too: only the one this QP
-		 * took is flushed.  IBA 10.3.1 (and 11.6.3): an SRQ QP in
+		 * took is flushed.  IBA 10.3.1 (Last WQE Reached): an SRQ QP in
 		 * error reports that it will consume no more.
 		 */
 		if (qp->srq_held)

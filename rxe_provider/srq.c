@@ -9,7 +9,7 @@
  * 1 .. max_srq_wr WRs, up to max_srq_sge SGEs (at least 1 granted), a
  * limit no larger than the ring; a resize keeps the posted WRs and fails
  * when they do not fit.  The limit, once armed, fires
- * IBV_EVENT_SRQ_LIMIT_REACHED once and disarms (IBA 10.2.9.4).
+ * IBV_EVENT_SRQ_LIMIT_REACHED once and disarms (ibv_modify_srq(3)).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -140,11 +140,11 @@ void urxe_wq_fini(struct urxe_wq *q);
 /* ---- shared receive queues ---- */
 
 /*
- * A basic SRQ (IBA 10.2.9): one receive ring that any number of the
- * engine's QPs consume from.  Posters fill @rq under its spinlock as for
- * a QP's own receive queue; the engine consumes under the progress lock,
- * one WQE per message, which the QP then holds (urxe_eqp.srq_wqe) until
- * it completes.  The WQEs' lkeys are checked against the SRQ's PD.
+ * A basic SRQ: one receive ring that any number of the engine's QPs
+ * consume from.  Posters fill @rq under its spinlock as for a QP's own
+ * receive queue; the engine consumes under the progress lock, one WQE per
+ * message, which the QP then holds (urxe_eqp.srq_wqe) until it
+ * completes.  The WQEs' lkeys are checked against the SRQ's PD.
  */
 struct urxe_esrq {
 	struct urxe_engine *eng;

@@ -491,7 +491,7 @@ START_TEST(limit_fires_once)
 		exchange((int)(k & 1), k, 100);
 	expect_no_event(50, "4 left of limit 4");
 	ck_assert_uint_eq(srq_limit(), 4);
-	/* 3 left: below the limit (IBA 10.2.9.4). */
+	/* 3 left: below the limit (ibv_modify_srq(3)). */
 	exchange(0, 4, 100);
 	expect_event(IBV_EVENT_SRQ_LIMIT_REACHED, srq);
 	/* ibv_query_srq(3): 0 means no longer armed. */
