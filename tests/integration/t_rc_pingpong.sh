@@ -5,8 +5,9 @@
 # Debian's unmodified ibv_rc_pingpong, server and client, run as an
 # ordinary user: messages of 1 B, 4 KiB, 64 KiB and 1 MiB, each once with
 # -c (the server checks the data) and once with -c -e (completion events
-# instead of polling); both ends must exit 0 and the server must find no
-# invalid data.
+# instead of polling), and twice more with -N (sends through
+# ibv_create_qp_ex and the ibv_wr_* calls); both ends must exit 0 and the
+# server must find no invalid data.
 #   (a) on loopback: rxe0 on lo, GID index 0 (each process its own
 #       ::ffff:127.x.y.z);
 #   (b) across two network namespaces joined by a veth pair (root only):
@@ -133,6 +134,9 @@ for r in "${RUNS[@]}"; do
 		pp lo "${r%:*}" "${r#*:}" "$f"
 	done
 done
+# The extended QP: ibv_wr_start/ibv_wr_send/ibv_wr_set_sge/ibv_wr_complete.
+pp lo 4096 50 "-c -N"
+pp lo 65536 50 "-c -e -N"
 if [ "$PCAP" -eq 1 ]; then
 	pp lo 1048576 10 "-c" gso
 	pp lo 65536 50 "-c -e" gso
