@@ -31,7 +31,7 @@
 #define RC_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
 		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 		IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static struct tu_sandbox sb;
 static struct ibv_context *ctx;
@@ -229,7 +229,7 @@ static const struct ibv_wc *wc_of(const struct ibv_wc *wc, int n,
 struct rc_bufs {
 	char src[64];
 	char two[32];
-	char recv[3][64];
+	char recv[4][64];
 	char target[64];		/* WRITE lands here */
 	char readsrc[32];
 	char readdst[32];
@@ -256,7 +256,7 @@ START_TEST(rc_every_operation)
 	struct rc_bufs *b = calloc(1, sizeof(*b));
 	struct ibv_data_buf inl[2] = { { "in", 2 }, { "line", 5 } };
 	struct ibv_sge gather[2];
-	struct ibv_wc wc[10];
+	struct ibv_wc wc[12];
 	const struct ibv_wc *w;
 	struct ibv_mr *mr;
 	int i;
@@ -272,7 +272,7 @@ START_TEST(rc_every_operation)
 	strcpy(b->two, "ered");
 	strcpy(b->readsrc, "read me");
 	b->counter = 40;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		post_recv(qb, 100 + i, b->recv[i], sizeof(b->recv[i]), mr->lkey);
 	gather[0] = (struct ibv_sge){ (uintptr_t)b->src, 4, mr->lkey };
 	gather[1] = (struct ibv_sge){ (uintptr_t)b->two, 5, mr->lkey };
@@ -302,27 +302,36 @@ START_TEST(rc_every_operation)
 	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
 	ibv_wr_atomic_cmp_swp(x, mr->rkey, (uintptr_t)&b->counter, 42, 99);
 	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)&b->orig[1], 8);
+	x->wr_id = 8;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_inv(x, 0x12345678);
+	ibv_wr_set_inline_data(x, "inv", 4);
 	ck_assert_int_eq(ibv_wr_complete(x), 0);
 
-	poll_ex(wc, 10);
-	check_all_ok(wc, 10);
-	ck_assert_int_eq(wc_of(wc, 10, 1)->opcode, IBV_WC_SEND);
-	ck_assert_uint_eq(wc_of(wc, 10, 1)->qp_num, qa->qp_num);
-	ck_assert_int_eq(wc_of(wc, 10, 3)->opcode, IBV_WC_RDMA_WRITE);
-	ck_assert_int_eq(wc_of(wc, 10, 5)->opcode, IBV_WC_RDMA_READ);
-	ck_assert_int_eq(wc_of(wc, 10, 6)->opcode, IBV_WC_FETCH_ADD);
-	ck_assert_int_eq(wc_of(wc, 10, 7)->opcode, IBV_WC_COMP_SWAP);
-	w = wc_of(wc, 10, 100);
+	poll_ex(wc, 12);
+	check_all_ok(wc, 12);
+	w = wc_of(wc, 12, 103);
+	ck_assert(w->wc_flags & IBV_WC_WITH_INV);
+	ck_assert_uint_eq(w->invalidated_rkey, 0x12345678);
+	ck_assert_str_eq(b->recv[3], "inv");
+	ck_assert_int_eq(wc_of(wc, 12, 8)->opcode, IBV_WC_SEND);
+	ck_assert_int_eq(wc_of(wc, 12, 1)->opcode, IBV_WC_SEND);
+	ck_assert_uint_eq(wc_of(wc, 12, 1)->qp_num, qa->qp_num);
+	ck_assert_int_eq(wc_of(wc, 12, 3)->opcode, IBV_WC_RDMA_WRITE);
+	ck_assert_int_eq(wc_of(wc, 12, 5)->opcode, IBV_WC_RDMA_READ);
+	ck_assert_int_eq(wc_of(wc, 12, 6)->opcode, IBV_WC_FETCH_ADD);
+	ck_assert_int_eq(wc_of(wc, 12, 7)->opcode, IBV_WC_COMP_SWAP);
+	w = wc_of(wc, 12, 100);
 	ck_assert_int_eq(w->opcode, IBV_WC_RECV);
 	ck_assert_uint_eq(w->byte_len, 9);
 	ck_assert_uint_eq(w->qp_num, qb->qp_num);
 	ck_assert_str_eq(b->recv[0], "gathered");
-	w = wc_of(wc, 10, 101);
+	w = wc_of(wc, 12, 101);
 	ck_assert_uint_eq(w->byte_len, 7);
 	ck_assert(w->wc_flags & IBV_WC_WITH_IMM);
 	ck_assert_uint_eq(be32toh(w->imm_data), 0xa1b2c3d4);
 	ck_assert_str_eq(b->recv[1], "inline");
-	w = wc_of(wc, 10, 102);
+	w = wc_of(wc, 12, 102);
 	ck_assert_int_eq(w->opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 	ck_assert_uint_eq(be32toh(w->imm_data), 7);
 	ck_assert_str_eq(b->target, "written");
