@@ -33,32 +33,49 @@ void urxe_qp_path(const struct urxe_eqp *qp, struct urxe_tx_path *p)
 	p->hop_limit = qp->attr.hop_limit;
 }
 
-void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
-		    const struct urxe_opinfo *oi, uint32_t paylen)
+/*
+ * Addresses the batch's next packet and puts the pad count in its BTH
+ * (written with pad 0); the caller fills in the bytes and commits.
+ */
+static struct urxe_pkt *pkt_start(struct urxe_engine *eng,
+				  const struct urxe_tx_path *path, uint32_t pad)
 {
 	struct urxe_pkt *pkt = &eng->tx[eng->ntx];
 	uint8_t *buf = eng->tx_buf[eng->ntx];
-	uint32_t len = oi->hdr_len + paylen, pad = (4 - paylen % 4) % 4;
 
-	memset(buf + len, 0, pad);
-	len += pad;
 	pkt->dgid = *path->dgid;
 	pkt->sgid = *path->sgid;
 	pkt->sport = eng->ops->sport ? eng->ops->sport(eng->priv, path->sport)
 				     : path->sport;
 	pkt->tclass = path->tclass;
 	pkt->hop_limit = path->hop_limit;
-	/* The BTH was written with pad 0; the pad count goes in now. */
 	buf[1] = (uint8_t)((buf[1] & ~0x30) | pad << 4);
+	return pkt;
+}
+
+static void pkt_commit(struct urxe_engine *eng)
+{
+	eng->ntx++;
+	if (eng->acct)
+		eng->acct->cnt[URXE_CNT_SENT_PKTS]++;
+}
+
+void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
+		    const struct urxe_opinfo *oi, uint32_t paylen)
+{
+	uint8_t *buf = eng->tx_buf[eng->ntx];
+	uint32_t len = oi->hdr_len + paylen, pad = (4 - paylen % 4) % 4;
+	struct urxe_pkt *pkt = pkt_start(eng, path, pad);
+
+	memset(buf + len, 0, pad);
+	len += pad;
 	urxe_icrc_store(buf + len, urxe_icrc_tx(pkt->sgid.raw, pkt->dgid.raw,
 						pkt->sport, buf, len));
 	pkt->len = len + URXE_ICRC_LEN;
 	pkt->iov[0].iov_base = buf;
 	pkt->iov[0].iov_len = pkt->len;
 	pkt->niov = 1;
-	eng->ntx++;
-	if (eng->acct)
-		eng->acct->cnt[URXE_CNT_SENT_PKTS]++;
+	pkt_commit(eng);
 }
 
 void urxe_tx_commit_pieces(struct urxe_engine *eng,
@@ -66,10 +83,10 @@ void urxe_tx_commit_pieces(struct urxe_engine *eng,
 			   const struct urxe_opinfo *oi,
 			   const struct urxe_tx_piece *p, unsigned int n)
 {
-	struct urxe_pkt *pkt = &eng->tx[eng->ntx];
 	uint8_t *buf = eng->tx_buf[eng->ntx], *tail = buf + oi->hdr_len;
 	uint8_t ph[68];			/* urxe_icrc_pseudo_hdr()'s room */
 	uint32_t paylen = 0, pad, len;
+	struct urxe_pkt *pkt;
 	struct urxe_icrc c;
 	size_t ip_len;
 	unsigned int i;
@@ -78,13 +95,7 @@ void urxe_tx_commit_pieces(struct urxe_engine *eng,
 		paylen += p[i].len;
 	pad = (4 - paylen % 4) % 4;
 	len = oi->hdr_len + paylen + pad;
-	pkt->dgid = *path->dgid;
-	pkt->sgid = *path->sgid;
-	pkt->sport = eng->ops->sport ? eng->ops->sport(eng->priv, path->sport)
-				     : path->sport;
-	pkt->tclass = path->tclass;
-	pkt->hop_limit = path->hop_limit;
-	buf[1] = (uint8_t)((buf[1] & ~0x30) | pad << 4);
+	pkt = pkt_start(eng, path, pad);
 	memset(tail, 0, pad);
 	ip_len = urxe_icrc_pseudo_hdr(ph, pkt->sgid.raw, pkt->dgid.raw,
 				      pkt->sport, URXE_ROCE_UDP_PORT,
@@ -106,9 +117,7 @@ void urxe_tx_commit_pieces(struct urxe_engine *eng,
 	pkt->iov[1 + n].iov_len = pad + URXE_ICRC_LEN;
 	pkt->niov = 2 + n;
 	pkt->len = len + URXE_ICRC_LEN;
-	eng->ntx++;
-	if (eng->acct)
-		eng->acct->cnt[URXE_CNT_SENT_PKTS]++;
+	pkt_commit(eng);
 }
 
 void urxe_tx_flush(struct urxe_engine *eng)

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <urxe/engine.h>
+
+#include "pkt_gather.h"
 #include <urxe/netdev.h>
 
 #include "testutil.h"
@@ -56,19 +58,6 @@ struct node {
 };
 
 static struct node nodes[2];
-
-/* Copies a packet's pieces (header, payload pieces, tail) out; its length. */
-static inline uint32_t urxe_test_gather(const struct urxe_pkt *p, uint8_t *dst)
-{
-	uint32_t off = 0;
-	unsigned int k;
-
-	for (k = 0; k < p->niov; k++) {
-		memcpy(dst + off, p->iov[k].iov_base, p->iov[k].iov_len);
-		off += (uint32_t)p->iov[k].iov_len;
-	}
-	return off;
-}
 
 static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
