@@ -102,7 +102,7 @@ int urxe_cq_create(struct urxe_dev *dev, struct ibv_context *ctx, int cqe,
 	cq->ibv.cqe = cqe;
 	pthread_mutex_init(&cq->ibv.mutex, NULL);
 	pthread_cond_init(&cq->ibv.cond, NULL);
-	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&cq->poll_lock, NULL);
 	*out = ucq_ibv(cq);
 	return 0;
 }
@@ -162,7 +162,7 @@ int urxe_cq_destroy(struct ibv_cq *ibcq)
 	if (cq->ch)
 		atomic_fetch_sub(&cq->ch->users, 1);
 	urxe_cq_ring_fini(&cq->ring);
-	pthread_spin_destroy(&cq->poll_lock);
+	pthread_mutex_destroy(&cq->poll_lock);
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);
 	free(cq);

@@ -8,6 +8,8 @@
  * as ibv_poll_cq does.  Unless the CQ was made single-threaded, a poll
  * holds the CQ's poll lock from a successful start_poll to end_poll, as
  * hardware providers do, so that two pollers never share urxe_cq.cur.
+ * It is a mutex, not a spinlock: its holder may be running the engine
+ * (system calls) or yielding the core.
  */
 #include <errno.h>
 
@@ -61,11 +63,11 @@ int urxe_cq_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return -EINVAL;
 	if (cq->poll_locked)
-		pthread_spin_lock(&cq->poll_lock);
+		pthread_mutex_lock(&cq->poll_lock);
 	rc = take(cq);
 	/* ibv_create_cq_ex(3): no end_poll follows a failed start_poll. */
 	if (rc && cq->poll_locked)
-		pthread_spin_unlock(&cq->poll_lock);
+		pthread_mutex_unlock(&cq->poll_lock);
 	return rc;
 }
 
@@ -79,7 +81,7 @@ static void cq_end_poll(struct ibv_cq_ex *c)
 	struct urxe_cq *cq = xcq(c);
 
 	if (cq->poll_locked)
-		pthread_spin_unlock(&cq->poll_lock);
+		pthread_mutex_unlock(&cq->poll_lock);
 }
 
 static enum ibv_wc_opcode rd_opcode(struct ibv_cq_ex *c)

@@ -282,7 +282,7 @@ struct urxe_cq {
 	atomic_uint async_events;	/* posted to async */
 	unsigned int idle_polls;	/* empty polls in a row (racy: a hint) */
 	/* ibv_start_poll(3) .. ibv_end_poll: the completion being read */
-	pthread_spinlock_t poll_lock;	/* held from start to end (not single-threaded) */
+	pthread_mutex_t poll_lock;	/* held from start to end (not single-threaded) */
 	bool poll_locked;		/* poll_lock is used */
 	struct ibv_wc cur;
 };
