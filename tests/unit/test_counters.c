@@ -21,10 +21,9 @@
 #include <unistd.h>
 
 #include <urxe/engine.h>
-
-#include "pkt_gather.h"
 #include <urxe/netdev.h>
 
+#include "pkt_gather.h"
 #include "testutil.h"
 
 #define PUBLISH_NS 100000000ull		/* the engine's period, 100 ms */
