@@ -3,7 +3,8 @@
  * The extended verbs through the public library on rxe0 (lo):
  * ibv_create_qp_ex(3) and the ibv_wr_*(3) family — every RC operation in
  * one batch between two QPs, checked byte for byte and completion by
- * completion through an ibv_cq_ex; a UD send with ibv_wr_set_ud_addr;
+ * completion through an ibv_cq_ex; UC writes and sends; a UD send with
+ * ibv_wr_set_ud_addr;
  * what creation refuses (EOPNOTSUPP) and what makes ibv_wr_complete fail
  * (a bad request discards the whole batch, ibv_wr_abort discards too);
  * ibv_create_cq_ex(3) flags and the empty poll (ENOENT);
@@ -119,7 +120,7 @@ static struct ibv_qp *make_qpx(enum ibv_qp_type type, uint64_t ops)
 /* RESET -> INIT -> RTR -> RTS, both ends starting at PSN 0. */
 static void to_rts(struct ibv_qp *qp, uint32_t dqpn)
 {
-	bool ud = qp->qp_type == IBV_QPT_UD;
+	bool ud = qp->qp_type == IBV_QPT_UD, rc = qp->qp_type == IBV_QPT_RC;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1,
 		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
@@ -144,9 +145,10 @@ static void to_rts(struct ibv_qp *qp, uint32_t dqpn)
 		a.max_dest_rd_atomic = 4;
 		a.min_rnr_timer = 1;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			IBV_QP_MIN_RNR_TIMER;
+			IBV_QP_RQ_PSN;
 	}
+	if (rc)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -155,7 +157,7 @@ static void to_rts(struct ibv_qp *qp, uint32_t dqpn)
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 4;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (!ud)
+	if (rc)
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
@@ -391,6 +393,55 @@ START_TEST(ud_send_imm)
 	ck_assert_int_eq(ibv_destroy_qp(u1), 0);
 	ck_assert_int_eq(ibv_destroy_qp(u2), 0);
 	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+	ck_assert_int_eq(ibv_dereg_mr(mr), 0);
+}
+END_TEST
+
+/* UC: writes and sends, no acknowledgements. */
+START_TEST(uc_write_and_send)
+{
+	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	struct ibv_qp *qa = make_qpx(IBV_QPT_UC, ops);
+	struct ibv_qp *qb = make_qpx(IBV_QPT_UC, ops);
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qa);
+	char buf[3][64] = { { 0 } };
+	struct ibv_wc wc[5];
+	const struct ibv_wc *w;
+	struct ibv_mr *mr;
+
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	ck_assert_ptr_nonnull(mr);
+	to_rts(qa, qb->qp_num);
+	to_rts(qb, qa->qp_num);
+	post_recv(qb, 300, buf[0], 64, mr->lkey);
+	post_recv(qb, 301, buf[1], 64, mr->lkey);
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 30;
+	ibv_wr_rdma_write(x, mr->rkey, (uintptr_t)buf[2]);
+	ibv_wr_set_inline_data(x, "uc write", 9);
+	x->wr_id = 31;
+	ibv_wr_rdma_write_imm(x, mr->rkey, (uintptr_t)buf[2] + 32, htobe32(3));
+	ibv_wr_set_inline_data(x, "imm", 4);
+	x->wr_id = 32;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, "uc send", 8);
+	ck_assert_int_eq(ibv_wr_complete(x), 0);
+	poll_ex(wc, 5);
+	check_all_ok(wc, 5);
+	w = wc_of(wc, 5, 300);
+	ck_assert_int_eq(w->opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(be32toh(w->imm_data), 3);
+	w = wc_of(wc, 5, 301);
+	ck_assert_int_eq(w->opcode, IBV_WC_RECV);
+	ck_assert_str_eq(buf[1], "uc send");
+	ck_assert_str_eq(buf[2], "uc write");
+	ck_assert_str_eq(buf[2] + 32, "imm");
+	ck_assert_int_eq(wc_of(wc, 5, 30)->opcode, IBV_WC_RDMA_WRITE);
+	ck_assert_int_eq(ibv_destroy_qp(qa), 0);
+	ck_assert_int_eq(ibv_destroy_qp(qb), 0);
 	ck_assert_int_eq(ibv_dereg_mr(mr), 0);
 }
 END_TEST
@@ -721,6 +772,7 @@ static Suite *qpex_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, rc_every_operation);
 	tcase_add_test(tc, ud_send_imm);
+	tcase_add_test(tc, uc_write_and_send);
 	tcase_add_test(tc, create_refused);
 	tcase_add_test(tc, complete_errors);
 	tcase_add_test(tc, cq_ex_attrs);
