@@ -22,12 +22,18 @@
  *   changed; ENOMEM on a full SRQ; a resize keeps the posted WQEs in
  *   order and refuses to drop any;
  *   an empty SRQ: RNR NAKs until a receive is posted (rnr_retry 7), or
- *   IBV_WC_RNR_RETRY_EXC_ERR (rnr_retry 0), the responder unharmed.
+ *   IBV_WC_RNR_RETRY_EXC_ERR (rnr_retry 0), the responder unharmed;
+ *   threads at once: the test's thread sending over both QPs, a receiver
+ *   checking every message and reposting its WQE, another resizing the
+ *   SRQ and arming its limit, the engine thread running too: every
+ *   message arrives whole and in order per QP (for ThreadSanitizer).
  */
 #include <check.h>
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -884,6 +890,139 @@ START_TEST(rnr_exhausted)
 }
 END_TEST
 
+/* ---- threads ---- */
+
+#define T_MSGS 2000			/* per QP */
+#define T_DEPTH 8			/* sends in flight per QP */
+#define T_RECV 16			/* WQEs circulating through the SRQ */
+#define T_LEN 3000
+
+static atomic_bool t_stop;
+static atomic_int t_received, t_bad, t_resizes;
+
+static uint8_t t_byte(uint32_t tag, uint32_t i)
+{
+	return (uint8_t)(tag * 31 + i);
+}
+
+/* Checks every receive (tag: QP << 24 | sequence) and reposts its WQE. */
+static void *t_receiver(void *arg)
+{
+	uint32_t expect[NQP] = { 0 };
+	uint64_t end = now_ms() + 60000;
+	struct ibv_wc wc;
+	uint32_t tag, i;
+	int n, q;
+
+	(void)arg;
+	while (atomic_load(&t_received) < NQP * T_MSGS && now_ms() < end) {
+		n = ibv_poll_cq(B.rcq, 1, &wc);
+		if (n <= 0) {
+			if (n < 0)
+				atomic_fetch_add(&t_bad, 1);
+			continue;
+		}
+		memcpy(&tag, B.buf + wc.wr_id * SLOT, 4);
+		q = (int)(tag >> 24);
+		if (wc.status != IBV_WC_SUCCESS || wc.byte_len != T_LEN ||
+		    q >= NQP || wc.qp_num != B.qp[q]->qp_num ||
+		    (tag & 0xffffff) != expect[q]++)
+			atomic_fetch_add(&t_bad, 1);
+		for (i = 4; i < T_LEN; i++)
+			if (B.buf[wc.wr_id * SLOT + i] != t_byte(tag, i)) {
+				atomic_fetch_add(&t_bad, 1);
+				break;
+			}
+		atomic_fetch_add(&t_received, 1);
+		if (srq_post(wc.wr_id, (unsigned int)wc.wr_id))
+			atomic_fetch_add(&t_bad, 1);
+	}
+	return NULL;
+}
+
+/* Resizes the SRQ back and forth and arms its limit; drains the events. */
+static void *t_resizer(void *arg)
+{
+	struct timespec ts = { 0, 200000 };
+	struct pollfd p = { .fd = B.ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	struct ibv_srq_attr a;
+	uint32_t k = 0;
+
+	(void)arg;
+	while (!atomic_load(&t_stop)) {
+		a.max_wr = k & 1 ? T_RECV : 4 * T_RECV;
+		a.srq_limit = 4;
+		if (ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+			atomic_fetch_add(&t_bad, 1);
+		else
+			atomic_fetch_add(&t_resizes, 1);
+		while (poll(&p, 1, 0) == 1 && !ibv_get_async_event(B.ctx, &ev)) {
+			if (ev.event_type != IBV_EVENT_SRQ_LIMIT_REACHED)
+				atomic_fetch_add(&t_bad, 1);
+			ibv_ack_async_event(&ev);
+		}
+		k++;
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void t_send(int q, uint32_t seq)
+{
+	uint32_t slot = (uint32_t)q * T_DEPTH + seq % T_DEPTH, i;
+	uint32_t tag = (uint32_t)q << 24 | seq;
+	uint8_t *p = A.buf + (size_t)slot * SLOT;
+
+	memcpy(p, &tag, 4);
+	for (i = 4; i < T_LEN; i++)
+		p[i] = t_byte(tag, i);
+	send_on(q, (uint64_t)q << 32 | seq, slot * SLOT, T_LEN);
+}
+
+START_TEST(threads)
+{
+	uint32_t sent[NQP] = { 0 }, done[NQP] = { 0 };
+	pthread_t rx, rs;
+	uint64_t end;
+	struct ibv_wc wc;
+	unsigned int k;
+	int q, n;
+
+	pairs(IBV_QPT_RC, 7);
+	for (k = 0; k < T_RECV; k++)
+		ck_assert_int_eq(srq_post(k, k), 0);
+	atomic_store(&t_stop, false);
+	atomic_store(&t_received, 0);
+	atomic_store(&t_bad, 0);
+	atomic_store(&t_resizes, 0);
+	ck_assert_int_eq(pthread_create(&rx, NULL, t_receiver, NULL), 0);
+	ck_assert_int_eq(pthread_create(&rs, NULL, t_resizer, NULL), 0);
+	end = now_ms() + 60000;
+	while ((done[0] < T_MSGS || done[1] < T_MSGS) && now_ms() < end) {
+		for (q = 0; q < NQP; q++)
+			while (sent[q] < T_MSGS && sent[q] - done[q] < T_DEPTH)
+				t_send(q, sent[q]++);
+		n = ibv_poll_cq(A.scq, 1, &wc);
+		ck_assert_int_ge(n, 0);
+		if (!n)
+			continue;
+		ck_assert_msg(wc.status == IBV_WC_SUCCESS, "send: %s",
+			      ibv_wc_status_str(wc.status));
+		q = (int)(wc.wr_id >> 32);
+		ck_assert_uint_eq(wc.wr_id & 0xffffffff, done[q]);
+		done[q]++;
+	}
+	pthread_join(rx, NULL);
+	atomic_store(&t_stop, true);
+	pthread_join(rs, NULL);
+	ck_assert_uint_eq(done[0] + done[1], NQP * T_MSGS);
+	ck_assert_int_eq(atomic_load(&t_received), NQP * T_MSGS);
+	ck_assert_int_eq(atomic_load(&t_bad), 0);
+	ck_assert_int_gt(atomic_load(&t_resizes), 0);
+}
+END_TEST
+
 static Suite *srq_suite(void)
 {
 	Suite *s = suite_create("srq");
@@ -895,6 +1034,12 @@ static Suite *srq_suite(void)
 	tcase_add_test(tc, resize_keeps_posted);
 	tcase_add_test(tc, rnr_until_posted);
 	tcase_add_test(tc, rnr_exhausted);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("threads");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, threads);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("events");
