@@ -34,9 +34,13 @@ int urxe_vctx_query_device_ex(struct ibv_context *context,
 	if (attr_size < sizeof(attr->orig_attr))
 		return urxe_ret_errno(-EINVAL);
 	rc = urxe_dev_query_device(ctx_dev(context), &ex);
-	if (!rc)
-		memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
-	return urxe_ret_errno(rc);
+	if (rc)
+		return urxe_ret_errno(rc);
+	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
+	/* A newer caller's larger struct: what we do not know is zero. */
+	if (attr_size > sizeof(ex))
+		memset((char *)attr + sizeof(ex), 0, attr_size - sizeof(ex));
+	return 0;
 }
 
 /*

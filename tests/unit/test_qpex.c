@@ -8,7 +8,8 @@
  * what creation refuses (EOPNOTSUPP) and what makes ibv_wr_complete fail
  * (a bad request discards the whole batch, ibv_wr_abort discards too);
  * ibv_create_cq_ex(3) flags and the empty poll (ENOENT);
- * ibv_query_rt_values_ex(3); ibv_modify_cq(3) (EOPNOTSUPP, as kernel
+ * ibv_query_rt_values_ex(3); ibv_query_device_ex(3) with older and newer
+ * struct sizes; ibv_modify_cq(3) (EOPNOTSUPP, as kernel
  * rxe); ibv_import_device(3), ibv_import_pd(3), ibv_import_mr(3) within
  * the process.
  */
@@ -697,6 +698,37 @@ START_TEST(rt_values)
 }
 END_TEST
 
+/* The slot behind ibv_query_device_ex, with older and newer struct sizes. */
+START_TEST(query_device_ex_sizes)
+{
+	struct verbs_context *v = verbs_get_ctx(ctx);
+	struct {
+		struct ibv_device_attr_ex a;
+		unsigned char newer[64];
+	} big;
+	struct ibv_device_attr_ex ex;
+	size_t i;
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_ptr_nonnull(v->query_device_ex);
+	ck_assert_int_eq(ibv_query_device_ex(ctx, NULL, &ex), 0);
+	ck_assert_uint_eq(ex.phys_port_cnt_ex, 1);
+	ck_assert_uint_eq(ex.completion_timestamp_mask, 0);	/* none */
+	memset(&big, 0xa5, sizeof(big));
+	ck_assert_int_eq(v->query_device_ex(ctx, NULL, &big.a, sizeof(big)), 0);
+	ck_assert_mem_eq(&big.a, &ex, sizeof(ex));
+	for (i = 0; i < sizeof(big.newer); i++)
+		ck_assert_uint_eq(big.newer[i], 0);
+	/* An older caller's struct: only that much is written. */
+	memset(&big, 0xa5, sizeof(big));
+	ck_assert_int_eq(v->query_device_ex(ctx, NULL, &big.a,
+					    sizeof(big.a.orig_attr) + 8), 0);
+	ck_assert_mem_eq(&big.a, &ex, sizeof(big.a.orig_attr) + 8);
+	ck_assert_uint_eq(((unsigned char *)&big.a)[sizeof(big.a.orig_attr) + 8], 0xa5);
+	ck_assert_int_eq(v->query_device_ex(ctx, NULL, &big.a, 16), EINVAL);
+}
+END_TEST
+
 /* ---- import ---- */
 
 START_TEST(import_in_process)
@@ -777,6 +809,7 @@ static Suite *qpex_suite(void)
 	tcase_add_test(tc, complete_errors);
 	tcase_add_test(tc, cq_ex_attrs);
 	tcase_add_test(tc, rt_values);
+	tcase_add_test(tc, query_device_ex_sizes);
 	tcase_add_test(tc, import_in_process);
 	suite_add_tcase(s, tc);
 	return s;
