@@ -147,6 +147,13 @@ static const struct urxe_verb_conv man_pages[] = {
 	{ "ibv_modify_qp", URXE_RET_ERRNO },
 	{ "ibv_init_ah_from_wc", URXE_RET_MINUS1 },
 	{ "ibv_fork_init", URXE_RET_ERRNO },
+	{ "ibv_wr_complete", URXE_RET_ERRNO },
+	{ "ibv_start_poll", URXE_RET_ERRNO },
+	{ "ibv_next_poll", URXE_RET_ERRNO },
+	{ "ibv_query_rt_values_ex", URXE_RET_ERRNO },
+	{ "ibv_create_qp_ex", URXE_RET_NULL },
+	{ "ibv_create_cq_ex", URXE_RET_NULL },
+	{ "ibv_import_device", URXE_RET_NULL },
 };
 
 START_TEST(table_matches_man_pages)
