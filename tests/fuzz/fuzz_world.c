@@ -4,7 +4,9 @@
  * clock), an RC pair, a UC pair and a UD QP in RTS, MRs open to remote
  * access, receives kept posted and sends kept in flight; completions are
  * checked as they come (each work request once, in order, on its own CQ),
- * QPs that end in ERR are reset and connected again.
+ * QPs that end in ERR are reset and connected again.  RC1 and UC1 take
+ * their receives from one SRQ: its receives complete once each, in any
+ * order, on either QP's CQ.
  */
 #include <endian.h>
 #include <string.h>
@@ -92,7 +94,9 @@ static void qp_event(struct urxe_eqp *qp, enum ibv_event_type ev)
 	struct fq *f = (struct fq *)(void *)qp;	/* qp is the first member */
 
 	check(ev == IBV_EVENT_QP_FATAL || ev == IBV_EVENT_QP_REQ_ERR ||
-	      ev == IBV_EVENT_QP_ACCESS_ERR);
+	      ev == IBV_EVENT_QP_ACCESS_ERR ||
+	      (ev == IBV_EVENT_QP_LAST_WQE_REACHED && qp->srq == &fz.srq &&
+	       qp->attr.state == IBV_QPS_ERR));
 	if (fz_trace)
 		fprintf(stderr, "fuzz_rx:   QP 0x%06x: event %d\n", qp->qpn, ev);
 	f->events++;
@@ -110,7 +114,9 @@ void fz_check_queues(void)
 
 		if (qp->sq_comp != cons || qp->sq_next - cons > prod - cons ||
 		    prod - cons > SQ_DEPTH ||
-		    atomic_load(&qp->rq.prod) - atomic_load(&qp->rq.cons) > RQ_DEPTH)
+		    atomic_load(&qp->rq.prod) - atomic_load(&qp->rq.cons) > RQ_DEPTH ||
+		    atomic_load(&fz.srq.rq.prod) - atomic_load(&fz.srq.rq.cons) >
+		    RQ_DEPTH)
 			fatal("QP 0x%x: send queue retired %u, next %u, posted %u; "
 			      "receive queue taken %u, posted %u", qp->qpn, cons,
 			      qp->sq_next, prod, atomic_load(&qp->rq.cons),
@@ -276,6 +282,20 @@ static void post_recv(unsigned int qi)
 	atomic_store(&f->qp.rq.prod, p + 1);
 }
 
+/* The SRQ's receives: as a QP's, numbered in a sequence of their own. */
+static void post_srq_recv(void)
+{
+	struct fq tmp = { .rq_seq = fz.srq_seq };
+	uint32_t p = atomic_load(&fz.srq.rq.prod);
+	struct urxe_recv_wqe *r = urxe_wq_slot(&fz.srq.rq, p);
+
+	check(fz.srq_nout < SRQ_MAX_OUT);
+	fill_recv(&tmp, SRQ_Q, r);
+	fz.srq_out[fz.srq_nout] = fz.srq_seq++;
+	fz.srq_out_len[fz.srq_nout++] = r->length;
+	atomic_store(&fz.srq.rq.prod, p + 1);
+}
+
 /* ---- completions: each WR once, in order, on its QP's CQ ---- */
 
 static void check_send_cqe(struct fq *f, const struct ibv_wc *wc, uint32_t seq)
@@ -307,6 +327,27 @@ static void check_recv_cqe(struct fq *f, const struct ibv_wc *wc, uint32_t seq)
 	f->rq_next_cqe++;
 }
 
+/* An SRQ receive completes once, on a QP of the SRQ, within its size. */
+static void check_srq_cqe(struct fq *f, const struct ibv_wc *wc, uint32_t seq)
+{
+	unsigned int i;
+
+	if (f->qp.srq != &fz.srq)
+		fatal("QP 0x%x: completion of SRQ receive %u", f->qp.qpn, seq);
+	for (i = 0; i < fz.srq_nout && fz.srq_out[i] != seq; i++)
+		;
+	if (i == fz.srq_nout)
+		fatal("QP 0x%x: SRQ receive %u completed, not outstanding",
+		      f->qp.qpn, seq);
+	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV &&
+	    wc->byte_len > fz.srq_out_len[i])
+		fatal("QP 0x%x: SRQ receive %u of %u bytes got %u", f->qp.qpn,
+		      seq, fz.srq_out_len[i], wc->byte_len);
+	fz.srq_nout--;
+	fz.srq_out[i] = fz.srq_out[fz.srq_nout];
+	fz.srq_out_len[i] = fz.srq_out_len[fz.srq_nout];
+}
+
 static void poll_cq(unsigned int qi)
 {
 	struct fq *f = &fz.q[qi];
@@ -322,6 +363,11 @@ static void poll_cq(unsigned int qi)
 			digest(&wc[i].status, sizeof(wc[i].status));
 			digest(&wc[i].byte_len, sizeof(wc[i].byte_len));
 			check(wc[i].qp_num == f->qp.qpn);
+			if ((wc[i].wr_id >> 32 & 0xff) == SRQ_Q &&
+			    (wc[i].wr_id & WR_RECV)) {
+				check_srq_cqe(f, &wc[i], seq);
+				continue;
+			}
 			check((wc[i].wr_id >> 32 & 0xff) == qi);
 			check(wc[i].status <= IBV_WC_GENERAL_ERR);
 			if (fz_trace && wc[i].status)
@@ -424,11 +470,15 @@ void fz_housekeeping(void)
 	for (qi = 0; qi < NQP; qi++)
 		poll_cq(qi);
 	reconnect_errored();
+	while (!fz.rq_starved &&
+	       atomic_load(&fz.srq.rq.prod) - atomic_load(&fz.srq.rq.cons) <
+	       RQ_FILL)
+		post_srq_recv();
 	for (qi = 0; qi < NQP; qi++) {
 		struct fq *f = &fz.q[qi];
 		bool posted = false;
 
-		while (!fz.rq_starved &&
+		while (!fz.rq_starved && !f->qp.srq &&
 		       atomic_load(&f->qp.rq.prod) - atomic_load(&f->qp.rq.cons) <
 		       RQ_FILL)
 			post_recv(qi);
@@ -464,7 +514,8 @@ static void mr_init(unsigned int i, size_t len, uint64_t iova, uint32_t pd,
 	check(urxe_engine_mem_add(fz.eng, m) > 0);
 }
 
-static void qp_init(unsigned int qi, enum ibv_qp_type type, unsigned int peer)
+static void qp_init(unsigned int qi, enum ibv_qp_type type, unsigned int peer,
+		    bool srq)
 {
 	struct fq *f = &fz.q[qi];
 
@@ -478,6 +529,8 @@ static void qp_init(unsigned int qi, enum ibv_qp_type type, unsigned int peer)
 			    sizeof(struct urxe_send_wqe)));
 	check(!urxe_wq_init(&f->qp.rq, RQ_DEPTH, 2, 0,
 			    sizeof(struct urxe_recv_wqe)));
+	if (srq)
+		check(!urxe_engine_srq_attach(&f->qp, &fz.srq));
 	check(!urxe_engine_qp_add(fz.eng, &f->qp));
 }
 
@@ -550,11 +603,15 @@ void fz_world_init(bool new_engine)
 		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 0);
 	mr_init(MR2, 4096, 0x200000000ull, PD + 1, all, 0);	/* another PD */
 	mr_init(MR3, 4096, 0x300000000ull, PD, all, 4);	/* host misaligned */
-	qp_init(RC0, IBV_QPT_RC, RC1);
-	qp_init(RC1, IBV_QPT_RC, RC0);
-	qp_init(UC0, IBV_QPT_UC, UC1);
-	qp_init(UC1, IBV_QPT_UC, UC0);
-	qp_init(UD, IBV_QPT_UD, UD);
+	fz.srq.eng = fz.eng;
+	fz.srq.pd = PD;
+	check(!urxe_wq_init(&fz.srq.rq, RQ_DEPTH, 2, 0,
+			    sizeof(struct urxe_recv_wqe)));
+	qp_init(RC0, IBV_QPT_RC, RC1, false);
+	qp_init(RC1, IBV_QPT_RC, RC0, true);
+	qp_init(UC0, IBV_QPT_UC, UC1, false);
+	qp_init(UC1, IBV_QPT_UC, UC0, true);
+	qp_init(UD, IBV_QPT_UD, UD, false);
 	for (qi = 0; qi < NQP; qi++)
 		qp_connect(qi, 0xfffff0);
 	fz_housekeeping();
@@ -570,10 +627,12 @@ void fz_world_fini(bool keep_engine)
 		fz_stats.cnt[i] += cnt[i];
 	for (i = 0; i < NQP; i++) {
 		urxe_engine_qp_remove(fz.eng, &fz.q[i].qp);
+		urxe_engine_srq_detach(&fz.q[i].qp);
 		urxe_wq_fini(&fz.q[i].qp.sq);
 		urxe_wq_fini(&fz.q[i].qp.rq);
 		urxe_cq_ring_fini(&fz.q[i].cq);
 	}
+	urxe_wq_fini(&fz.srq.rq);
 	for (i = 0; i < NMR; i++) {
 		check(!urxe_engine_mem_remove(fz.eng, &fz.mr[i]));
 		if (!keep_engine) {

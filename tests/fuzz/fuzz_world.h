@@ -34,6 +34,10 @@
 enum { RC0, RC1, UC0, UC1, UD, NQP };
 enum { MR0, MR1, MR2, MR3, NMR };
 
+/* RC1 and UC1 take their receives from one SRQ: its index in wr_ids. */
+#define SRQ_Q NQP
+#define SRQ_MAX_OUT (RQ_DEPTH + NQP)	/* posted, plus one held per QP */
+
 /* Each WR's wr_id: bit 63 for receives, QP index, sequence number. */
 #define WR_RECV (1ull << 63)
 #define WR_ID(recv, q, seq) ((recv) | (uint64_t)(q) << 32 | (seq))
@@ -68,6 +72,11 @@ struct fz_world {
 	uint32_t wire_head, wire_tail;	/* free-running */
 	uint64_t digest;		/* of every packet sent, every CQE */
 	bool rq_starved;		/* receives not replenished */
+	/* the SRQ, and its receives not yet completed (any order) */
+	struct urxe_esrq srq;
+	uint32_t srq_seq;
+	uint32_t srq_out[SRQ_MAX_OUT], srq_out_len[SRQ_MAX_OUT];
+	unsigned int srq_nout;
 	uint32_t wire_budget;		/* frames the wire may still feed back */
 };
 
