@@ -64,23 +64,7 @@ URXE_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 	return urxe_ret_errno(unimpl(__func__));
 }
 
-/* --- Address handles from a UD receive: ibv_create_ah_from_wc(3) (core/ah.c has the rest) --- */
-
-URXE_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
-				    uint8_t port_num, struct ibv_wc *wc,
-				    struct ibv_grh *grh,
-				    struct ibv_ah_attr *ah_attr)
-{
-	return urxe_ret_minus1(unimpl(__func__));
-}
-
-URXE_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
-						 struct ibv_wc *wc,
-						 struct ibv_grh *grh,
-						 uint8_t port_num)
-{
-	return urxe_ret_null(unimpl(__func__), NULL);
-}
+/* --- ibv_resolve_eth_l2_from_gid (core/ah.c has the address handles) --- */
 
 /*
  * No man page; rdma-core returns a negative errno (or -1 from

@@ -308,6 +308,15 @@ static bool send_wqe(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 			return false;
 		if (wqe->state == URXE_WQE_POSTED)
 			start_wqe(qp, wqe);
+		/*
+		 * IBA C10-93.1.1: a UD message longer than the MTU emits no
+		 * packet and no error: it completes successfully (kernel rxe
+		 * does the same).  UD has one-packet opcodes only.
+		 */
+		if (qp->type == IBV_QPT_UD && wqe->length > urxe_qp_mtu(qp)) {
+			wqe->state = URXE_WQE_SENT;
+			break;
+		}
 		if (is_rd_atomic(wqe)) {
 			send_rd_atomic_pkt(qp, wqe);
 			continue;

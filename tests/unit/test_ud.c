@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * UD through the public library on rxe0 (lo), both QPs in one process:
+ * the Q_Key check (a wrong Q_Key is dropped, the receive WQE stays; the
+ * WR's high Q_Key bit means "the sending QP's own", IBA 10.2.5); the GRH
+ * in front of every UD receive (20 zero bytes and a valid IPv4 header:
+ * addresses, TTL, TOS, protocol, length, checksum), src_qp and IBV_WC_GRH;
+ * message sizes up to the port MTU, and past it (C10-93.1.1: no packet,
+ * no error — as kernel rxe); a receive buffer too short;
+ * ibv_init_ah_from_wc(3) and ibv_create_ah_from_wc(3): the reply to a
+ * sender built from its receive, the attributes from IPv4 and IPv6 GRHs,
+ * and the cases that fail.
+ */
+#include <check.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+
+#include "testutil.h"
+
+#define QKEY 0x11111111u
+#define GRH_LEN 40
+#define BUFSZ (GRH_LEN + 4096 + 64)
+
+static struct tu_sandbox sb;
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static union ibv_gid gid0;
+static struct ibv_qp *u1, *u2;
+static uint8_t *sbuf, *rbuf;
+static struct ibv_mr *smr, *rmr;
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *c = NULL;
+	int i;
+
+	list = ibv_get_device_list(NULL);
+	if (!list)
+		return NULL;
+	for (i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			c = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return c;
+}
+
+static struct ibv_qp *make_ud(uint32_t qkey)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 2 },
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	ck_assert_msg(qp != NULL, "ibv_create_qp: %s", strerror(errno));
+	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	return qp;
+}
+
+static void setup(void)
+{
+	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
+	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
+	ctx = open_dev("rxe0");
+	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	pd = ibv_alloc_pd(ctx);
+	ck_assert_ptr_nonnull(pd);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(cq);
+	ck_assert_int_eq(ibv_query_gid(ctx, 1, 0, &gid0), 0);
+	sbuf = calloc(1, BUFSZ);
+	rbuf = calloc(1, BUFSZ);
+	ck_assert(sbuf && rbuf);
+	smr = ibv_reg_mr(pd, sbuf, BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+	rmr = ibv_reg_mr(pd, rbuf, BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+	ck_assert(smr && rmr);
+	u1 = make_ud(QKEY);
+	u2 = make_ud(QKEY);
+}
+
+static void teardown(void)
+{
+	if (u1)
+		ibv_destroy_qp(u1);
+	if (u2)
+		ibv_destroy_qp(u2);
+	if (smr)
+		ibv_dereg_mr(smr);
+	if (rmr)
+		ibv_dereg_mr(rmr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (ctx)
+		ibv_close_device(ctx);
+	free(sbuf);
+	free(rbuf);
+	u1 = u2 = NULL;
+	smr = rmr = NULL;
+	sbuf = rbuf = NULL;
+	cq = NULL;
+	pd = NULL;
+	ctx = NULL;
+	tu_sandbox_fini(&sb);
+}
+
+static struct ibv_ah *make_ah(uint8_t tclass, uint8_t hop_limit)
+{
+	struct ibv_ah_attr av = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = gid0, .hop_limit = hop_limit,
+			 .traffic_class = tclass },
+	};
+	struct ibv_ah *ah = ibv_create_ah(pd, &av);
+
+	ck_assert_msg(ah != NULL, "ibv_create_ah: %s", strerror(errno));
+	return ah;
+}
+
+static void post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf,
+		      uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = len, .lkey = lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 };
+	struct ibv_recv_wr *bad = NULL;
+
+	ck_assert_int_eq(ibv_post_recv(qp, &wr, &bad), 0);
+}
+
+static void post_ud(struct ibv_qp *qp, uint64_t wr_id, struct ibv_ah *ah,
+		    uint32_t dqpn, uint32_t qkey, void *buf, uint32_t len)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = len,
+			     .lkey = smr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		.wr.ud = { .ah = ah, .remote_qpn = dqpn, .remote_qkey = qkey },
+	};
+	struct ibv_send_wr *bad = NULL;
+
+	ck_assert_int_eq(ibv_post_send(qp, &wr, &bad), 0);
+}
+
+/*
+ * Takes completions until @n arrived or @ms passed (polling drives the
+ * engine); returns how many.
+ */
+static int poll_n(struct ibv_wc *wc, int n, int ms)
+{
+	struct timespec tick = { 0, 200 * 1000 };
+	int got = 0, i, rc;
+
+	for (i = 0; i < ms * 5 && got < n; i++) {
+		rc = ibv_poll_cq(cq, n - got, wc + got);
+		ck_assert_int_ge(rc, 0);
+		got += rc;
+		if (!rc)
+			nanosleep(&tick, NULL);
+	}
+	return got;
+}
+
+static const struct ibv_wc *wc_of(const struct ibv_wc *wc, int n,
+				  uint64_t wr_id)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (wc[i].wr_id == wr_id)
+			return &wc[i];
+	ck_abort_msg("no completion for wr_id %llu", (unsigned long long)wr_id);
+	return NULL;
+}
+
+/* Sends @len bytes u1 -> u2 with @qkey; true if u2 received them. */
+static bool send_one(struct ibv_ah *ah, uint32_t qkey, uint32_t len,
+		     struct ibv_wc *recv_wc)
+{
+	struct ibv_wc wc[2];
+	int n;
+
+	memset(sbuf, 0x5a, len);
+	post_ud(u1, 1, ah, u2->qp_num, qkey, sbuf, len);
+	n = poll_n(wc, 2, 300);
+	ck_assert_int_ge(n, 1);
+	ck_assert_int_eq(wc_of(wc, n, 1)->status, IBV_WC_SUCCESS);
+	if (n == 1)
+		return false;
+	*recv_wc = *wc_of(wc, n, 100);
+	return true;
+}
+
+/* ---- Q_Keys (IBA 10.2.5) ---- */
+
+START_TEST(qkey_mismatch_dropped)
+{
+	struct ibv_ah *ah = make_ah(0, 64);
+	struct ibv_wc wc;
+
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	ck_assert_msg(!send_one(ah, QKEY ^ 1, 16, &wc),
+		      "a datagram with the wrong Q_Key was delivered");
+	/* The receive WQE is still there: the right Q_Key takes it. */
+	ck_assert(send_one(ah, QKEY, 16, &wc));
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, GRH_LEN + 16);
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+END_TEST
+
+START_TEST(qkey_privileged_bit)
+{
+	struct ibv_ah *ah = make_ah(0, 64);
+	struct ibv_qp_attr a = { .qkey = QKEY + 1 };
+	struct ibv_wc wc;
+
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	/* The high bit: u1's own Q_Key, which is u2's — delivered. */
+	ck_assert(send_one(ah, 0x80000000u, 16, &wc));
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	/* Once u1's own Q_Key differs, the same WR is dropped. */
+	ck_assert_int_eq(ibv_modify_qp(u1, &a, IBV_QP_QKEY), 0);
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	ck_assert(!send_one(ah, 0x80000000u | QKEY, 16, &wc));
+	/* The low bits of a privileged Q_Key do not matter either way. */
+	a.qkey = QKEY;
+	ck_assert_int_eq(ibv_modify_qp(u1, &a, IBV_QP_QKEY), 0);
+	ck_assert(send_one(ah, 0xffffffffu, 16, &wc));
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+END_TEST
+
+/* ---- the GRH and the completion ---- */
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+START_TEST(grh_ipv4)
+{
+	struct ibv_ah *ah = make_ah(0x28, 7);
+	static const uint8_t zero[20];
+	const uint8_t *ip = rbuf + 20;
+	uint32_t sum = 0;
+	struct ibv_wc wc;
+	int i;
+
+	memset(rbuf, 0xee, GRH_LEN);
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	ck_assert(send_one(ah, QKEY, 100, &wc));
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, GRH_LEN + 100);
+	ck_assert_uint_eq(wc.src_qp, u1->qp_num);
+	ck_assert_uint_eq(wc.qp_num, u2->qp_num);
+	ck_assert(wc.wc_flags & IBV_WC_GRH);
+	ck_assert(!(wc.wc_flags & IBV_WC_WITH_IMM));
+	ck_assert_int_eq(memcmp(rbuf, zero, 20), 0);
+	ck_assert_uint_eq(ip[0], 0x45);		/* version 4, IHL 5 */
+	ck_assert_uint_eq(ip[1], 0x28);		/* TOS = traffic class */
+	/* IP + UDP + BTH + DETH + payload + ICRC */
+	ck_assert_uint_eq(get16(ip + 2), 20 + 8 + 12 + 8 + 100 + 4);
+	ck_assert_uint_eq(get16(ip + 4), 0);	/* ID */
+	/*
+	 * The TTL is the route's (64), not the AV's hop limit: the kernel
+	 * resolves a RoCEv2 hop limit from the route, and so does urxe.
+	 */
+	ck_assert_uint_eq(ip[8], 64);
+	ck_assert_uint_eq(ip[9], 17);		/* UDP */
+	ck_assert_int_eq(memcmp(ip + 12, gid0.raw + 12, 4), 0);
+	ck_assert_int_eq(memcmp(ip + 16, gid0.raw + 12, 4), 0);
+	for (i = 0; i < 20; i += 2)
+		sum += get16(ip + i);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ck_assert_msg(sum == 0xffff, "IPv4 header checksum invalid (%#x)", sum);
+	for (i = 0; i < 100; i++)
+		ck_assert_uint_eq(rbuf[GRH_LEN + i], 0x5a);
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+END_TEST
+
+/* Up to the port's active MTU a datagram arrives; past it nothing. */
+START_TEST(sizes_to_mtu)
+{
+	static const uint32_t ok[] = { 0, 1, 1000, 4095 };
+	struct ibv_port_attr pa;
+	struct ibv_ah *ah = make_ah(0, 64);
+	struct ibv_wc wc;
+	uint32_t mtu;
+	size_t i;
+
+	ck_assert_int_eq(ibv_query_port(ctx, 1, &pa), 0);
+	mtu = 128u << pa.active_mtu;
+	ck_assert_uint_eq(mtu, 4096);		/* lo: 65536 - headers */
+	for (i = 0; i <= sizeof(ok) / sizeof(ok[0]); i++) {
+		uint32_t len = i < sizeof(ok) / sizeof(ok[0]) ? ok[i] : mtu;
+
+		memset(rbuf, 0, BUFSZ);
+		post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+		ck_assert_msg(send_one(ah, QKEY, len, &wc), "%u bytes lost", len);
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_uint_eq(wc.byte_len, GRH_LEN + len);
+		ck_assert(len == 0 || rbuf[GRH_LEN + len - 1] == 0x5a);
+	}
+	/*
+	 * IBA C10-93.1.1: a UD message longer than the MTU emits no packet
+	 * and reports no error (kernel rxe completes it successfully).  The
+	 * posted receive stays for the next datagram.
+	 */
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	ck_assert(!send_one(ah, QKEY, mtu + 1, &wc));
+	ck_assert(send_one(ah, QKEY, 8, &wc));
+	ck_assert_uint_eq(wc.byte_len, GRH_LEN + 8);
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+END_TEST
+
+/* A buffer without room for GRH + payload: IBV_WC_LOC_LEN_ERR. */
+START_TEST(recv_too_short)
+{
+	struct ibv_ah *ah = make_ah(0, 64);
+	struct ibv_wc wc;
+
+	post_recv(u2, 100, rbuf, GRH_LEN + 15, rmr->lkey);
+	ck_assert(send_one(ah, QKEY, 16, &wc));
+	ck_assert_int_eq(wc.status, IBV_WC_LOC_LEN_ERR);
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+END_TEST
+
+/* ---- AHs from a work completion ---- */
+
+/* u2 answers u1 through the AH its receive gives; u1 checks the answer. */
+START_TEST(reply_from_wc)
+{
+	struct ibv_ah *ah = make_ah(0x28, 9), *reply;
+	struct ibv_ah_attr at;
+	struct ibv_wc rwc, wc[2];
+	int n;
+
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	ck_assert(send_one(ah, QKEY, 32, &rwc));
+	ck_assert_int_eq(ibv_init_ah_from_wc(ctx, 1, &rwc,
+					     (struct ibv_grh *)rbuf, &at), 0);
+	ck_assert_uint_eq(at.is_global, 1);
+	ck_assert_uint_eq(at.port_num, 1);
+	ck_assert_int_eq(memcmp(at.grh.dgid.raw, gid0.raw, 16), 0);
+	ck_assert_uint_eq(at.grh.sgid_index, 0);
+	ck_assert_uint_eq(at.grh.hop_limit, 64);	/* the TTL received */
+	ck_assert_uint_eq(at.grh.traffic_class, 0x28);
+	ck_assert_uint_eq(at.grh.flow_label, 0);
+	reply = ibv_create_ah_from_wc(pd, &rwc, (struct ibv_grh *)rbuf, 1);
+	ck_assert_msg(reply != NULL, "ibv_create_ah_from_wc: %s",
+		      strerror(errno));
+	ck_assert_ptr_eq(reply->pd, pd);
+	/* The reply: u2 -> rwc.src_qp, through the AH from the wc. */
+	memset(rbuf, 0, BUFSZ);
+	post_recv(u1, 200, rbuf, BUFSZ, rmr->lkey);
+	memcpy(sbuf, "pong", 5);
+	post_ud(u2, 2, reply, rwc.src_qp, QKEY, sbuf, 5);
+	n = poll_n(wc, 2, 300);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(wc_of(wc, n, 2)->status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc_of(wc, n, 200)->status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc_of(wc, n, 200)->src_qp, u2->qp_num);
+	ck_assert_str_eq((char *)rbuf + GRH_LEN, "pong");
+	ck_assert_uint_eq(rbuf[20 + 1], 0x28);
+	ck_assert_int_eq(ibv_destroy_ah(reply), 0);
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+END_TEST
+
+/* An IPv4 header at byte 20, as urxe and kernel rxe write it. */
+static void make_grh4(uint8_t *g, const uint8_t src[4], const uint8_t dst[4])
+{
+	uint32_t sum = 0;
+	int i;
+
+	memset(g, 0, GRH_LEN);
+	g[20] = 0x45;
+	g[21] = 0x10;
+	g[22] = 0;
+	g[23] = 60;
+	g[26] = 0x40;
+	g[28] = 33;
+	g[29] = 17;
+	memcpy(g + 32, src, 4);
+	memcpy(g + 36, dst, 4);
+	for (i = 20; i < 40; i += 2)
+		sum += get16(g + i);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	g[30] = (uint8_t)(~sum >> 8);
+	g[31] = (uint8_t)~sum;
+}
+
+/* An IPv6 header: version 6, class 0x24, flow 0x12345, hop limit 5. */
+static void make_grh6(struct ibv_grh *g, const union ibv_gid *src,
+		      const union ibv_gid *dst, uint8_t next)
+{
+	memset(g, 0, sizeof(*g));
+	g->version_tclass_flow = htobe32(6u << 28 | 0x24u << 20 | 0x12345);
+	g->paylen = htobe16(60);
+	g->next_hdr = next;
+	g->hop_limit = 5;
+	g->sgid = *src;
+	g->dgid = *dst;
+}
+
+static void init_fails(struct ibv_wc *wc, const void *grh, int err,
+		       const char *what)
+{
+	struct ibv_ah_attr at;
+
+	errno = 0;
+	ck_assert_msg(ibv_init_ah_from_wc(ctx, 1, wc, (struct ibv_grh *)grh,
+					  &at) == -1, "%s: accepted", what);
+	ck_assert_msg(errno == err, "%s: errno %d, expected %d", what, errno,
+		      err);
+	errno = 0;
+	ck_assert_ptr_null(ibv_create_ah_from_wc(pd, wc, (struct ibv_grh *)grh, 1));
+	ck_assert_msg(errno == err, "%s (create): errno %d", what, errno);
+}
+
+START_TEST(init_from_grh)
+{
+	static const uint8_t peer4[4] = { 198, 18, 0, 9 };
+	static const uint8_t mcast4[4] = { 239, 255, 0, 1 };
+	struct ibv_wc wc = { .wc_flags = IBV_WC_GRH, .src_qp = 0x123 };
+	union ibv_gid peer6 = { .raw = { 0x20, 0x01, 0x0d, 0xb8, [15] = 9 } };
+	union ibv_gid mcast6 = { .raw = { 0xff, 0x15, [15] = 1 } };
+	uint8_t g[GRH_LEN];
+	struct ibv_grh g6;
+	struct ibv_ah_attr at;
+
+	/* IPv4 from 198.18.0.9 to our address. */
+	make_grh4(g, peer4, gid0.raw + 12);
+	ck_assert_int_eq(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)g,
+					     &at), 0);
+	ck_assert_uint_eq(at.is_global, 1);
+	ck_assert_uint_eq(at.grh.sgid_index, 0);
+	ck_assert_uint_eq(at.grh.hop_limit, 33);
+	ck_assert_uint_eq(at.grh.traffic_class, 0x10);
+	ck_assert_uint_eq(at.grh.dgid.raw[11], 0xff);
+	ck_assert_int_eq(memcmp(at.grh.dgid.raw + 12, peer4, 4), 0);
+	/* An IPv6 header to our GID (IPv4-mapped: it is GID 0's value). */
+	make_grh6(&g6, &peer6, &gid0, 17);
+	ck_assert_int_eq(ibv_init_ah_from_wc(ctx, 1, &wc, &g6, &at), 0);
+	ck_assert_uint_eq(at.grh.sgid_index, 0);
+	ck_assert_int_eq(memcmp(at.grh.dgid.raw, peer6.raw, 16), 0);
+	ck_assert_uint_eq(at.grh.hop_limit, 5);
+	ck_assert_uint_eq(at.grh.traffic_class, 0x24);
+	ck_assert_uint_eq(at.grh.flow_label, 0x12345);
+	/* A first nibble of 6 and a checksummed IPv4 header: IPv4 wins. */
+	make_grh4(g, peer4, gid0.raw + 12);
+	g[0] = 0x60;
+	ck_assert_int_eq(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)g,
+					     &at), 0);
+	ck_assert_uint_eq(at.grh.hop_limit, 33);
+	/* ... with a bad checksum it is read as IPv6 (next header 0). */
+	g[30] ^= 1;
+	init_fails(&wc, g, EPROTONOSUPPORT, "IPv6 with next header 0");
+
+	/* No GRH on RoCE: nothing to answer (libibverbs' ibv_create_ah fails). */
+	make_grh4(g, peer4, gid0.raw + 12);
+	wc.wc_flags = 0;
+	init_fails(&wc, g, EINVAL, "no IBV_WC_GRH");
+	wc.wc_flags = IBV_WC_GRH;
+	make_grh4(g, peer4, peer4);
+	init_fails(&wc, g, ENOENT, "IPv4 to no local GID");
+	make_grh4(g, peer4, mcast4);
+	init_fails(&wc, g, EINVAL, "IPv4 multicast");
+	make_grh6(&g6, &peer6, &mcast6, 17);
+	init_fails(&wc, &g6, EINVAL, "IPv6 multicast");
+	make_grh6(&g6, &peer6, &gid0, 0x1b);
+	init_fails(&wc, &g6, ENOENT, "RoCE v1 (no v1 GIDs)");
+	make_grh6(&g6, &peer6, &gid0, 6);
+	init_fails(&wc, &g6, EPROTONOSUPPORT, "next header TCP");
+	memset(g, 0, sizeof(g));
+	init_fails(&wc, g, EPROTONOSUPPORT, "no IP version");
+	make_grh4(g, peer4, gid0.raw + 12);
+	errno = 0;
+	ck_assert_int_eq(ibv_init_ah_from_wc(ctx, 2, &wc, (struct ibv_grh *)g,
+					     &at), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(ibv_create_ah_from_wc(pd, NULL, (struct ibv_grh *)g, 1));
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+static Suite *ud_suite(void)
+{
+	Suite *s = suite_create("ud");
+	TCase *tc = tcase_create("ud");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, qkey_mismatch_dropped);
+	tcase_add_test(tc, qkey_privileged_bit);
+	tcase_add_test(tc, grh_ipv4);
+	tcase_add_test(tc, sizes_to_mtu);
+	tcase_add_test(tc, recv_too_short);
+	tcase_add_test(tc, reply_from_wc);
+	tcase_add_test(tc, init_from_grh);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(ud_suite());
+}
