@@ -155,6 +155,8 @@ static bool srq_take(struct urxe_eqp *qp)
 	memcpy(qp->srq_wqe, w, sizeof(*w) + w->num_sge * sizeof(w->sge[0]));
 	atomic_store_explicit(&q->cons, cons + 1, memory_order_release);
 	qp->srq_held = true;
+	/* What is left now, posts made meanwhile included. */
+	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
 	lim = atomic_load_explicit(&srq->limit, memory_order_relaxed);
 	if (lim && prod - (cons + 1) < lim &&
 	    atomic_compare_exchange_strong(&srq->limit, &lim, 0) &&
