@@ -1,0 +1,222 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# t_uc_ud BUILD_DIR: the unreliable transports through urxe with Debian's
+# unmodified programs, run as an ordinary user.
+#   ibv_uc_pingpong and ibv_ud_pingpong, server and client, with -c (the
+#   receiver checks the data), each polling and with -e (completion
+#   events); both ends must exit 0, report every iteration and name the
+#   other's GID:
+#   (a) on loopback: rxe0 on lo, GID index 0;
+#   (b) across two network namespaces joined by a veth pair (root only):
+#       rxe0 on vethA (198.18.0.1) and vethB (198.18.0.2), GID index 1
+#       (IPv4); one run of each over GID index 2 (IPv6, 2001:db8::).
+#   tcpdump records every pingpong run (one datagram per packet,
+#   URXE_GSO=0) and the project's frame validator must accept every frame;
+#   the capture must hold UC SENDs / UD SEND_ONLYs.
+#   (c) perftest on loopback: ib_send_bw -c UD, ib_send_lat -c UD,
+#       ib_send_bw -c UC, ib_send_lat -c UC, ib_write_bw -c UC: both ends
+#       exit 0 and print no "Failed status" / "Couldn't", the client prints
+#       its result line.
+# Without root (b) and the captures are skipped.  Heavy traffic: it takes
+# turns with the other such tests (traffic_turn).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/integration/lib.sh
+. "$HERE/lib.sh"
+command -v ibv_ud_pingpong >/dev/null || skip "no ibv_ud_pingpong (ibverbs-utils)"
+command -v ibv_uc_pingpong >/dev/null || skip "no ibv_uc_pingpong (ibverbs-utils)"
+urxe_it_init "$@"
+# shellcheck disable=SC2119 # no namespace: the host's
+assert_lib_loaded
+traffic_turn
+
+T_LIMIT=30		# per program
+ITERS=200
+ROOT=0
+[ "$(id -u)" -ne 0 ] || ROOT=1
+PCAP=$ROOT
+command -v tcpdump >/dev/null || PCAP=0
+[ "$PCAP" -eq 1 ] || note "captures skipped: they need root and tcpdump"
+LIB="LD_LIBRARY_PATH=$B/lib"
+
+# reports DESC NAME RC BYTES ITERS: run NAME printed "BYTES bytes in ..."
+# and "ITERS iters in ...".
+reports() {
+	if grep -q "^$4 bytes in " "$(out "$2")" &&
+	   grep -q "^$5 iters in " "$(out "$2")"; then
+		pass "$1 reports $5 iterations, $4 bytes"
+	else
+		fail "$1 does not report $5 iterations, $4 bytes"
+		show "$2" "$3"
+	fi
+}
+
+# pp PROG WHERE SIZE FLAGS: one server/client run of ibv_PROG_pingpong
+# (uc or ud); WHERE is lo, ns4 or ns6.
+pp() {
+	local prog=$1 where=$2 size=$3 flags=$4 port name desc srv cli host \
+		gidx srv_gid cli_gid iface pns="" genv=()
+	local -a fl hosts
+	read -ra fl <<<"$flags"
+	next_port port
+	name="${prog}_${where}_${size}${flags// /}"
+	case $where in
+	lo)
+		srv=(as_user) cli=(as_user) host=localhost gidx=0 iface=lo
+		srv_gid='::ffff:127\.[0-9]+\.[0-9]+\.[0-9]+' cli_gid=$srv_gid
+		;;
+	ns4 | ns6)
+		srv=(ns_user "$A" "URXE_DEVICES=rxe0 netdev vethA")
+		cli=(ns_user "$NB" "URXE_DEVICES=rxe0 netdev vethB")
+		host=198.18.0.1 iface=vethA pns=$A
+		if [ "$where" = ns4 ]; then
+			gidx=1 srv_gid='::ffff:198\.18\.0\.1' cli_gid='::ffff:198\.18\.0\.2'
+		else
+			gidx=2 srv_gid='2001:db8::1' cli_gid='2001:db8::2'
+		fi
+		;;
+	esac
+	desc="$where: ibv_${prog}_pingpong -g $gidx -s $size -n $ITERS $flags"
+	[ "$PCAP" -eq 0 ] || { pcap_start "pp_$name" "$iface" "$pns"; genv=(URXE_GSO=0); }
+	local args=("ibv_${prog}_pingpong" -d rxe0 -g "$gidx" -p "$port"
+		    -s "$size" -n "$ITERS" "${fl[@]}")
+	if ! serve "$name.srv" "$port" "${srv[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}"; then
+		reap "$BG_PID"
+		fail "$desc: the server did not start listening on TCP $port"
+		show "$name.srv"
+		[ "$PCAP" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+		return
+	fi
+	local spid=$BG_PID
+	capture "$name.cli" "${cli[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host"
+	local crc=$RC
+	reap "$spid"
+	local src=$RC
+	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
+		pass "$desc: server and client exit 0"
+	else
+		fail "$desc: server exit $src, client exit $crc"
+		show "$name.srv" "$src"
+		show "$name.cli" "$crc"
+	fi
+	# -c: the server checks every page it received.
+	if ! grep -qi 'invalid data' "$(out "$name.srv")" "$(err "$name.srv")"; then
+		pass "$desc: the server's data check finds no invalid data"
+	else
+		fail "$desc: the server reports invalid data"
+		show "$name.srv" "$src"
+	fi
+	reports "$desc: the client" "$name.cli" "$crc" $((2 * size * ITERS)) "$ITERS"
+	reports "$desc: the server" "$name.srv" "$src" $((2 * size * ITERS)) "$ITERS"
+	expect_match "$desc: the client's peer is the server's GID" \
+		"$name.cli" "^  remote address: .* GID $srv_gid\$"
+	expect_match "$desc: the server's peer is the client's GID" \
+		"$name.srv" "^  remote address: .* GID $cli_gid\$"
+	[ "$PCAP" -eq 1 ] || return 0
+	mapfile -t hosts < <(gid_hosts "$name.srv" "$name.cli")
+	pcap_check "pp_$name" "$desc" "${hosts[@]}"
+	if [ "$prog" = uc ]; then
+		pcap_has "pp_$name" "$desc: the capture holds UC SENDs" 20 21 22 24
+		if grep -Eq '^  0x11 ' "$(out "pp_$name.validate")"; then
+			fail "$desc: an ACK in a UC capture"
+		else
+			pass "$desc: no ACK in the UC capture"
+		fi
+	else
+		pcap_has "pp_$name" "$desc: the capture holds UD SEND_ONLYs" 64
+	fi
+}
+
+# pt PROG CONN: one perftest server/client run on loopback.
+pt() {
+	local prog=$1 conn=$2 port name desc line
+	local -a n
+	next_port port
+	name="pt_${prog}_$conn"
+	desc="lo: $prog -c $conn -x 0 -n $ITERS"
+	local args=("$B/bin/urxe" run -- "$prog" -d rxe0 -x 0 -c "$conn" -F
+		    -n "$ITERS" -p "$port")
+	if ! serve "$name.srv" "$port" as_user URXE_LOG=debug "${args[@]}"; then
+		reap "$BG_PID"
+		fail "$desc: the server did not start listening on TCP $port"
+		show "$name.srv"
+		return
+	fi
+	local spid=$BG_PID
+	capture "$name.cli" as_user URXE_LOG=debug "${args[@]}" localhost
+	local crc=$RC
+	reap "$spid"
+	local src=$RC
+	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
+		pass "$desc: server and client exit 0"
+	else
+		fail "$desc: server exit $src, client exit $crc"
+		show "$name.srv" "$src"
+		show "$name.cli" "$crc"
+	fi
+	for f in "$name.srv" "$name.cli"; do
+		if grep -Eq "Failed status|Couldn't" "$(out "$f")" "$(err "$f")"; then
+			fail "$desc: ${f##*.} prints a \"Failed status\" or \"Couldn't\" line"
+			grep -Eh "Failed status|Couldn't" "$(out "$f")" "$(err "$f")" |
+				head -n 5 | sed 's/^/#     | /'
+		else
+			pass "$desc: ${f##*.} prints no \"Failed status\" / \"Couldn't\""
+		fi
+	done
+	line=$(awk '/^ *#bytes/ { getline; print; exit }' "$(out "$name.cli")")
+	read -ra n <<<"$line"
+	if [ "${#n[@]}" -ge 5 ] && [ "${n[1]}" = "$ITERS" ]; then
+		pass "$desc: the client reports: $line"
+	else
+		fail "$desc: no result line with $ITERS iterations (got '$line')"
+		show "$name.cli" "$crc"
+	fi
+}
+
+# --- (a) loopback ------------------------------------------------------------
+
+for f in "-c" "-c -e"; do
+	pp uc lo 4096 "$f"
+	pp uc lo 65536 "$f"
+	pp ud lo 4096 "$f"
+	pp ud lo 64 "$f"
+done
+
+# --- (c) perftest on loopback -------------------------------------------------
+
+pt ib_send_bw UD
+pt ib_send_lat UD
+pt ib_send_bw UC
+pt ib_send_lat UC
+pt ib_write_bw UC
+
+# --- (b) two namespaces over a veth pair --------------------------------------
+
+if [ "$ROOT" -eq 0 ] || ! command -v ip >/dev/null; then
+	note "SKIP the namespace part: network namespaces need root and ip"
+	finish
+fi
+ns_add A a
+ns_add NB b
+ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
+ip -n "$A" addr add 198.18.0.1/24 dev vethA
+ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
+ip -n "$NB" addr add 198.18.0.2/24 dev vethB
+ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
+ip -n "$A" link set vethA up
+ip -n "$NB" link set vethB up
+# So that the IPv6 frames tcpdump records carry their real UDP checksums.
+tx_csum_off "$A" vethA
+tx_csum_off "$NB" vethB
+assert_lib_loaded "$A"
+
+# veth's MTU 1500: the active MTU is 1024, the largest UD message.
+for f in "-c" "-c -e"; do
+	pp uc ns4 16384 "$f"
+	pp ud ns4 1024 "$f"
+done
+pp uc ns6 4096 "-c"
+pp ud ns6 1024 "-c -e"
+
+finish
