@@ -5,7 +5,9 @@
  * optional loss).  RC SEND, WRITE (+IMM), READ and atomics move real bytes
  * between registered buffers; a lost packet is recovered by a PSN-sequence
  * NAK or by the transport timer; an RNR NAK waits out its timer; remote
- * access violations end in the statuses the IBA prescribes.
+ * access violations end in the statuses the IBA prescribes.  UC: SEND,
+ * WRITE and WRITE with immediate arrive; a lost packet loses its message
+ * only (IBA 9.7.5.1.2), whichever packet of it was lost.
  */
 #include <check.h>
 #include <errno.h>
@@ -46,6 +48,7 @@ struct node {
 };
 
 static struct node nodes[NENG];
+static enum ibv_qp_type node_type = IBV_QPT_RC;	/* of the QPs setup() makes */
 
 static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
@@ -142,7 +145,7 @@ static void node_init(struct node *nd, unsigned int slot, size_t bufsz)
 	nd->mem.pd = 7;
 	ck_assert_int_gt(urxe_engine_mem_add(nd->eng, &nd->mem), 0);
 	ck_assert_int_eq(urxe_cq_ring_init(&nd->cq, 256), 0);
-	nd->qp.type = IBV_QPT_RC;
+	nd->qp.type = node_type;
 	nd->qp.pd = 7;
 	nd->qp.scq = nd->qp.rcq = &nd->cq;
 	ck_assert_int_eq(urxe_wq_init(&nd->qp.sq, 64, 4, 64,
@@ -861,6 +864,132 @@ START_TEST(srq_resize)
 }
 END_TEST
 
+/* ---- UC: no acknowledgements, a gap loses the message it falls in ---- */
+
+static void uc_setup(void)
+{
+	node_type = IBV_QPT_UC;
+	setup();
+}
+
+static void uc_teardown(void)
+{
+	teardown();
+	node_type = IBV_QPT_RC;
+}
+
+/* Multi-packet SEND, WRITE and WRITE with immediate, nothing lost. */
+START_TEST(uc_send_write_imm)
+{
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+	int i;
+
+	fill(nodes[0].buf, 5000, 4);
+	post_recv(&nodes[1], 1, 0, 8000);
+	post_recv(&nodes[1], 2, 0, 16);
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 5000);
+	post(&nodes[0]);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE, 0, 3000);
+	w->remote_addr = nodes[1].mem.iova + 100000;
+	w->rkey = nodes[1].mem.rkey;
+	post(&nodes[0]);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 2500);
+	w->remote_addr = nodes[1].mem.iova + 200000;
+	w->rkey = nodes[1].mem.rkey;
+	w->imm_inv = htobe32(0x1234);
+	post(&nodes[0]);
+	pump();
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 5000);
+	ck_assert(!memcmp(nodes[1].buf, nodes[0].buf, 5000));
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_uint_eq(be32toh(wc.imm_data), 0x1234);
+	ck_assert_uint_eq(wc.byte_len, 2500);
+	ck_assert(!memcmp(nodes[1].buf + 100000, nodes[0].buf, 3000));
+	ck_assert(!memcmp(nodes[1].buf + 200000, nodes[0].buf, 2500));
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	ck_assert_uint_eq(wire_sent, 5 + 3 + 3);	/* no ACKs */
+}
+END_TEST
+
+/*
+ * Three 3-packet SENDs; packet _i of the second (its first, middle or
+ * last) is lost.  The first and third arrive, in the first two receive
+ * WQEs: the one the lost message began filling is reused.  The sender
+ * knows nothing of it.
+ */
+START_TEST(uc_loss_drops_one_message)
+{
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		fill(nodes[0].buf + i * 4096, 3000, (uint8_t)(10 + i));
+		post_recv(&nodes[1], 1 + (uint64_t)i, 20000 + (uint64_t)i * 4096,
+			  4096);
+	}
+	drop_at = 3 + _i;
+	for (i = 0; i < 3; i++) {
+		new_wqe(&nodes[0], IBV_WR_SEND, (uint64_t)i * 4096, 3000);
+		post(&nodes[0]);
+	}
+	pump();
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	wc = poll_one(&nodes[1]);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert(!memcmp(nodes[1].buf + 20000, nodes[0].buf, 3000));
+	wc = poll_one(&nodes[1]);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 3000);
+	ck_assert(!memcmp(nodes[1].buf + 20000 + 4096, nodes[0].buf + 8192,
+			  3000));
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	/* The third receive is still there for the next message. */
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 100);
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(poll_one(&nodes[1]).wr_id, 3);
+}
+END_TEST
+
+/* A WRITE with immediate losing its middle packet consumes no receive. */
+START_TEST(uc_write_imm_loss)
+{
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+	int i;
+
+	post_recv(&nodes[1], 1, 0, 16);
+	fill(nodes[0].buf, 3000, 21);
+	drop_at = 1;
+	for (i = 0; i < 2; i++) {
+		w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000);
+		w->remote_addr = nodes[1].mem.iova + 50000 + (uint64_t)i * 4096;
+		w->rkey = nodes[1].mem.rkey;
+		w->imm_inv = htobe32(7 + (uint32_t)i);
+		post(&nodes[0]);
+	}
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(be32toh(wc.imm_data), 8);
+	ck_assert(!memcmp(nodes[1].buf + 50000 + 4096, nodes[0].buf, 3000));
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -891,6 +1020,13 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, srq_write_imm_rnr);
 	tcase_add_test(tc, srq_flush_held);
 	tcase_add_test(tc, srq_resize);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("uc");
+	tcase_add_checked_fixture(tc, uc_setup, uc_teardown);
+	tcase_add_test(tc, uc_send_write_imm);
+	tcase_add_loop_test(tc, uc_loss_drops_one_message, 0, 3);
+	tcase_add_test(tc, uc_write_imm_loss);
 	suite_add_tcase(s, tc);
 	return s;
 }
