@@ -21,9 +21,11 @@
 #   server  once per VM server ($VM_SERVER = pingpong | write_bw): the urxe
 #           client of that server.
 #   cmd     started before the VM boots: urxe's ibv_rc_pingpong server for
-#           the VM's client, then the urxe clients of ib_read_bw and
-#           ib_atomic_bw (FETCH_AND_ADD, the default, then CMP_AND_SWAP),
-#           each retried until the VM's server listens.
+#           the VM's client, its ibv_ud_pingpong and ib_send_bw -c UD
+#           servers for the VM's next clients (which retry until each
+#           listens), then the urxe clients of ib_read_bw, ib_atomic_bw
+#           (FETCH_AND_ADD, the default, then CMP_AND_SWAP) and
+#           ib_send_bw -c UD, each retried until the VM's server listens.
 # Exit 0 iff every program did.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -120,10 +122,15 @@ cmd)
 	cap_start cmd
 	# The VM boots meanwhile: its client connects some 15 s from now.
 	T_LIMIT=120 run pp_server "${PP[@]}"
+	# UD: the veth-like tap's MTU 1500 makes 1024 B the largest datagram.
+	T_LIMIT=60 run ud_pp_server ibv_ud_pingpong -d rxe0 -g 0 -n 100 -s 1024 \
+		-p 18520
+	T_LIMIT=60 run ud_bw_server ib_send_bw "${BW[@]}" -c UD -p 18521
 	T_LIMIT=60 client read_bw_client 60 ib_read_bw "${BW[@]}" -p 18516 "$VM"
 	T_LIMIT=60 client fetch_add_client 30 ib_atomic_bw "${BW[@]}" -p 18517 "$VM"
 	T_LIMIT=60 client cmp_swap_client 30 ib_atomic_bw "${BW[@]}" -A CMP_AND_SWAP \
 		-p 18518 "$VM"
+	T_LIMIT=60 client ud_bw_client 30 ib_send_bw "${BW[@]}" -c UD -p 18519 "$VM"
 	cap_stop
 	;;
 *)

@@ -9,9 +9,12 @@
 # Two boots, several checks each:
 #   1. `vm.sh server`, SRV=both: kernel rxe serves ibv_rc_pingpong, then
 #      ib_write_bw; urxe is the client of each (host.sh server).
-#   2. `vm.sh cmd`: urxe serves ibv_rc_pingpong to the VM's client; kernel
-#      rxe serves ib_read_bw and ib_atomic_bw to urxe clients, which retry
-#      until the VM has booted (host.sh cmd, vm_script.sh).
+#   2. `vm.sh cmd`: urxe serves ibv_rc_pingpong, ibv_ud_pingpong and
+#      ib_send_bw -c UD to the VM's clients; kernel rxe serves ib_read_bw,
+#      ib_atomic_bw and ib_send_bw -c UD to urxe clients, which retry
+#      until the VM has booted (host.sh cmd, vm_script.sh).  UD thus runs
+#      both ways: datagrams (and their GRHs) from kernel rxe to urxe and
+#      back.
 # host.sh captures the tap while its programs run (not vm.sh's PCAP, which
 # drops frames under load: see there); every capture, and each side's half
 # of it, must pass urxe-validate (-o: urxe sends GSO runs with real UDP
@@ -174,6 +177,7 @@ pcap_side() {
 PPOK='^100 iters in [0-9.]+ seconds'
 BWOK='^ *65536 +200 +[0-9.]+ +[0-9.]+'
 ATOK='^ *8 +200 +[0-9.]+ +[0-9.]+'
+UDOK='^ *1024 +200 +[0-9.]+ +[0-9.]+'
 SENDS=(SEND_FIRST SEND_MIDDLE SEND_LAST ACKNOWLEDGE)
 
 # Boot 1: kernel rxe servers, urxe clients.
@@ -211,11 +215,26 @@ host_ok "boot2: urxe ib_atomic_bw (compare-swap) client -> kernel rxe server" \
 	cmp_swap_client "$ATOK"
 expect_match "boot2: kernel rxe ib_atomic_bw (compare-swap) server exits 0" boot2 \
 	'^VMT cmp_swap_server rc=0'
+host_ok "boot2: urxe ibv_ud_pingpong server <- kernel rxe client (1024 B x 100)" \
+	ud_pp_server "$PPOK"
+expect_match "boot2: kernel rxe ibv_ud_pingpong client exits 0" boot2 '^VMT ud_pp_client rc=0'
+host_ok "boot2: urxe ib_send_bw -c UD server <- kernel rxe client" ud_bw_server "$UDOK"
+expect_match "boot2: kernel rxe ib_send_bw -c UD client exits 0" boot2 '^VMT ud_bw_client rc=0'
+host_ok "boot2: urxe ib_send_bw -c UD client -> kernel rxe server" ud_bw_client "$UDOK"
+expect_match "boot2: kernel rxe ib_send_bw -c UD server exits 0" boot2 '^VMT ud_bw_server rc=0'
 expect_no_match "boot2: no \"Failed status\" on the VM" boot2 'Failed status'
 pcap_ok cmd
 pcap_side cmd urxe "$URXE_IP" "${SENDS[@]}" RDMA_READ_REQUEST FETCH_ADD COMPARE_SWAP
 pcap_side cmd kernel "$KERNEL_IP" "${SENDS[@]}" RDMA_READ_RESPONSE_FIRST \
 	RDMA_READ_RESPONSE_MIDDLE RDMA_READ_RESPONSE_LAST ATOMIC_ACKNOWLEDGE
+# UD SEND_ONLY is 0x64 (RC's SEND_ONLY, 0x04, has the same name).
+for side in urxe kernel; do
+	if grep -Eq '^  0x64 ' "$(out "val-cmd.$side")"; then
+		pass "capture cmd: $side sent UD SEND_ONLY (0x64)"
+	else
+		fail "capture cmd: $side sent no UD SEND_ONLY (0x64)"
+	fi
+done
 
 note "two VM boots in $((SECONDS - T0)) s"
 finish
