@@ -9,9 +9,12 @@
  * no error — as kernel rxe); a receive buffer too short;
  * ibv_init_ah_from_wc(3) and ibv_create_ah_from_wc(3): the reply to a
  * sender built from its receive, the attributes from IPv4 and IPv6 GRHs,
- * and the cases that fail.
+ * and the cases that fail.  Over IPv6 (root: a child in a network
+ * namespace of its own, rxe0 on a veth with 2001:db8::7): the IPv6 GRH
+ * and the reply through the AH from the wc.
  */
 #include <check.h>
+#include <sched.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -510,6 +513,165 @@ START_TEST(init_from_grh)
 }
 END_TEST
 
+/* ---- IPv6, in a child in a network namespace of its own ---- */
+
+static char v6msg[256];
+#define CHK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			snprintf(v6msg, sizeof(v6msg), "line %d: %s (%s)", \
+				 __LINE__, #cond, strerror(errno));	\
+			return 1;					\
+		}							\
+	} while (0)
+
+static const union ibv_gid v6_gid = {
+	.raw = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 },
+};
+
+/* 0, 77 (no namespace or veth here) or 1 with v6msg set. */
+static int v6_netns(void)
+{
+	if (unshare(CLONE_NEWNET)) {
+		snprintf(v6msg, sizeof(v6msg), "unshare: %s", strerror(errno));
+		return 77;
+	}
+	if (system("ip link add urxv0 type veth peer name urxv1 && "
+		   "ip addr add 2001:db8::7/64 dev urxv0 nodad && "
+		   "ip link set urxv0 up && ip link set urxv1 up && "
+		   "ip link set lo up")) {
+		snprintf(v6msg, sizeof(v6msg), "no veth with 2001:db8::7");
+		return 77;
+	}
+	return 0;
+}
+
+static int v6_poll(struct ibv_wc *wc, int n)
+{
+	struct timespec tick = { 0, 200 * 1000 };
+	int got = 0, i, rc;
+
+	for (i = 0; i < 10000 && got < n; i++) {
+		rc = ibv_poll_cq(cq, n - got, wc + got);
+		if (rc < 0)
+			return rc;
+		got += rc;
+		if (!rc)
+			nanosleep(&tick, NULL);
+	}
+	return got;
+}
+
+/* The IPv6 GRH of a datagram to ourselves, and the reply built from it. */
+static int v6_case(void)
+{
+	struct ibv_ah_attr av = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah *ah, *reply;
+	struct ibv_grh *g;
+	struct ibv_wc wc[2], rwc;
+	union ibv_gid gid;
+	uint32_t vtf;
+	int idx = -1, i, n;
+
+	setenv("URXE_DEVICES", "rxe0 netdev urxv0", 1);
+	ctx = open_dev("rxe0");
+	CHK(ctx);
+	for (i = 0; i < 16 && idx < 0; i++)
+		if (!ibv_query_gid(ctx, 1, i, &gid) &&
+		    !memcmp(gid.raw, v6_gid.raw, 16))
+			idx = i;
+	CHK(idx >= 0);
+	pd = ibv_alloc_pd(ctx);
+	CHK(pd);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	CHK(cq);
+	sbuf = calloc(1, BUFSZ);
+	rbuf = calloc(1, BUFSZ);
+	CHK(sbuf && rbuf);
+	smr = ibv_reg_mr(pd, sbuf, BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+	rmr = ibv_reg_mr(pd, rbuf, BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+	CHK(smr && rmr);
+	u1 = make_ud(QKEY);
+	u2 = make_ud(QKEY);
+	av.grh.dgid = v6_gid;
+	av.grh.sgid_index = (uint8_t)idx;
+	av.grh.traffic_class = 0x28;
+	ah = ibv_create_ah(pd, &av);
+	CHK(ah);
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	memset(sbuf, 0x6b, 100);
+	post_ud(u1, 1, ah, u2->qp_num, QKEY, sbuf, 100);
+	n = v6_poll(wc, 2);
+	CHK(n == 2);
+	rwc = *wc_of(wc, n, 100);
+	CHK(rwc.status == IBV_WC_SUCCESS);
+	CHK(rwc.wc_flags & IBV_WC_GRH);
+	CHK(rwc.src_qp == u1->qp_num);
+	CHK(rwc.byte_len == GRH_LEN + 100);
+	g = (struct ibv_grh *)rbuf;
+	vtf = be32toh(g->version_tclass_flow);
+	CHK(vtf >> 28 == 6);
+	CHK((vtf >> 20 & 0xff) == 0x28);
+	/* UDP + BTH + DETH + payload + ICRC */
+	CHK(be16toh(g->paylen) == 8 + 12 + 8 + 100 + 4);
+	CHK(g->next_hdr == 17);
+	CHK(g->hop_limit == 64);
+	CHK(!memcmp(g->sgid.raw, v6_gid.raw, 16));
+	CHK(!memcmp(g->dgid.raw, v6_gid.raw, 16));
+	CHK(rbuf[GRH_LEN] == 0x6b && rbuf[GRH_LEN + 99] == 0x6b);
+	/* The reply, through the AH the completion gives. */
+	reply = ibv_create_ah_from_wc(pd, &rwc, g, 1);
+	CHK(reply);
+	memset(rbuf, 0, BUFSZ);
+	post_recv(u1, 200, rbuf, BUFSZ, rmr->lkey);
+	memcpy(sbuf, "pong6", 6);
+	post_ud(u2, 2, reply, rwc.src_qp, QKEY, sbuf, 6);
+	n = v6_poll(wc, 2);
+	CHK(n == 2);
+	CHK(wc_of(wc, n, 200)->status == IBV_WC_SUCCESS);
+	CHK(!strcmp((char *)rbuf + GRH_LEN, "pong6"));
+	CHK(be32toh(((struct ibv_grh *)rbuf)->version_tclass_flow) >> 20 ==
+	    (6u << 8 | 0x28));
+	CHK(!ibv_destroy_ah(reply) && !ibv_destroy_ah(ah));
+	teardown();
+	return 0;
+}
+
+START_TEST(grh_ipv6)
+{
+	char msg[sizeof(v6msg)] = "";
+	int pfd[2], code, status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = tu_fork(20);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		code = v6_netns();
+		if (!code)
+			code = v6_case();
+		if (write(pfd[1], v6msg, strlen(v6msg)) < 0)
+			code = 1;
+		_exit(code);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	status = tu_wait_child(pid, 20000);
+	code = tu_exit_code(status);
+	tu_sandbox_fini(&sb);
+	if (code == 77) {
+		fprintf(stderr, "note: IPv6 case skipped: %s\n", msg);
+		return;
+	}
+	ck_assert_msg(code == 0, "IPv6 case: %s (status %d)", msg, status);
+}
+END_TEST
+
 static Suite *ud_suite(void)
 {
 	Suite *s = suite_create("ud");
@@ -524,6 +686,11 @@ static Suite *ud_suite(void)
 	tcase_add_test(tc, recv_too_short);
 	tcase_add_test(tc, reply_from_wc);
 	tcase_add_test(tc, init_from_grh);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("ipv6");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, grh_ipv6);
 	suite_add_tcase(s, tc);
 	return s;
 }
