@@ -6,7 +6,8 @@
  * in front of every UD receive (20 zero bytes and a valid IPv4 header:
  * addresses, TTL, TOS, protocol, length, checksum), src_qp and IBV_WC_GRH;
  * message sizes up to the port MTU, and past it (C10-93.1.1: no packet,
- * no error — as kernel rxe); a receive buffer too short;
+ * no error — as kernel rxe; URXE_PCAP shows what was sent); a receive
+ * buffer too short;
  * ibv_init_ah_from_wc(3) and ibv_create_ah_from_wc(3): the reply to a
  * sender built from its receive, the attributes from IPv4 and IPv6 GRHs,
  * and the cases that fail.  Over IPv6 (root: a child in a network
@@ -98,7 +99,8 @@ static void setup(void)
 	u2 = make_ud(QKEY);
 }
 
-static void teardown(void)
+/* Closes what setup() made (the device instance with it). */
+static void release(void)
 {
 	if (u1)
 		ibv_destroy_qp(u1);
@@ -122,7 +124,35 @@ static void teardown(void)
 	cq = NULL;
 	pd = NULL;
 	ctx = NULL;
+}
+
+static void teardown(void)
+{
+	release();
 	tu_sandbox_fini(&sb);
+}
+
+/* What the process sent and received, per packet (URXE_PCAP). */
+static char *pcap_dir, *pcap_file;
+
+static void pcap_setup(void)
+{
+	pcap_dir = tu_mkdtemp();
+	ck_assert_ptr_nonnull(pcap_dir);
+	pcap_file = tu_path(pcap_dir, "ud.pcap");
+	ck_assert_ptr_nonnull(pcap_file);
+	setenv("URXE_PCAP", pcap_file, 1);
+	setup();
+}
+
+static void pcap_teardown(void)
+{
+	teardown();
+	unsetenv("URXE_PCAP");
+	tu_rmtree(pcap_dir);
+	free(pcap_dir);
+	free(pcap_file);
+	pcap_dir = pcap_file = NULL;
 }
 
 static struct ibv_ah *make_ah(uint8_t tclass, uint8_t hop_limit)
@@ -303,6 +333,35 @@ START_TEST(grh_ipv4)
 }
 END_TEST
 
+/*
+ * Reads the URXE_PCAP file: @npkts frames (each sent once and received
+ * once), every one a UD SEND_ONLY of at most @mtu payload bytes.
+ * Ethernet 14 + IPv4 20 + UDP 8 before the BTH; BTH 12 + DETH 8 + ICRC 4.
+ */
+static void check_capture(unsigned int npkts, uint32_t mtu)
+{
+	uint8_t hdr[16], frame[14 + 20 + 8 + 12 + 8 + 4096 + 4];
+	FILE *f = fopen(pcap_file, "rb");
+	unsigned int n = 0;
+	uint32_t len;
+
+	ck_assert_msg(f != NULL, "no capture %s", pcap_file);
+	ck_assert_uint_eq(fread(frame, 1, 24, f), 24);	/* file header */
+	while (fread(hdr, 1, 16, f) == 16) {
+		memcpy(&len, hdr + 8, 4);		/* caplen, host order */
+		ck_assert_msg(len <= sizeof(frame) && len >= 14 + 20 + 8 + 24,
+			      "frame %u: %u bytes", n, len);
+		ck_assert_uint_eq(fread(frame, 1, len, f), len);
+		ck_assert_msg(frame[14 + 20 + 8] == 0x64,
+			      "frame %u: opcode %#x, not UD SEND_ONLY", n,
+			      frame[14 + 20 + 8]);
+		ck_assert_uint_le(len - (14 + 20 + 8 + 12 + 8 + 4), mtu);
+		n++;
+	}
+	fclose(f);
+	ck_assert_uint_eq(n, npkts);
+}
+
 /* Up to the port's active MTU a datagram arrives; past it nothing. */
 START_TEST(sizes_to_mtu)
 {
@@ -336,6 +395,9 @@ START_TEST(sizes_to_mtu)
 	ck_assert(send_one(ah, QKEY, 8, &wc));
 	ck_assert_uint_eq(wc.byte_len, GRH_LEN + 8);
 	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+	/* Closing the instance closes its capture: no packet but UD SEND_ONLYs. */
+	release();
+	check_capture(2 * (sizeof(ok) / sizeof(ok[0]) + 2), mtu);
 }
 END_TEST
 
@@ -682,10 +744,15 @@ static Suite *ud_suite(void)
 	tcase_add_test(tc, qkey_mismatch_dropped);
 	tcase_add_test(tc, qkey_privileged_bit);
 	tcase_add_test(tc, grh_ipv4);
-	tcase_add_test(tc, sizes_to_mtu);
 	tcase_add_test(tc, recv_too_short);
 	tcase_add_test(tc, reply_from_wc);
 	tcase_add_test(tc, init_from_grh);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("captured");
+	tcase_add_checked_fixture(tc, pcap_setup, pcap_teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, sizes_to_mtu);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ipv6");
