@@ -21,31 +21,6 @@
 
 #include "core.h"
 
-/*
- * Data-path slots the inline verbs call without checking: until the
- * objects behind them exist they fail cleanly.
- */
-static struct ibv_mw *unsupported_alloc_mw(struct ibv_pd *pd,
-					   enum ibv_mw_type type)
-{
-	(void)pd; (void)type;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int unsupported_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
-			       struct ibv_mw_bind *bind)
-{
-	(void)qp; (void)mw; (void)bind;
-	return EOPNOTSUPP;
-}
-
-static int unsupported_dealloc_mw(struct ibv_mw *mw)
-{
-	(void)mw;
-	return EOPNOTSUPP;
-}
-
 static void fill_ops(struct verbs_context *v)
 {
 	struct ibv_context_ops *ops = &v->context.ops;
@@ -55,9 +30,9 @@ static void fill_ops(struct verbs_context *v)
 	ops->post_send = urxe_ops_post_send;
 	ops->post_recv = urxe_ops_post_recv;
 	ops->post_srq_recv = urxe_ops_post_srq_recv;
-	ops->alloc_mw = unsupported_alloc_mw;
-	ops->bind_mw = unsupported_bind_mw;
-	ops->dealloc_mw = unsupported_dealloc_mw;
+	ops->alloc_mw = urxe_ops_alloc_mw;
+	ops->bind_mw = urxe_ops_bind_mw;
+	ops->dealloc_mw = urxe_ops_dealloc_mw;
 
 	/* Extended verbs: a NULL slot makes the inline verb say EOPNOTSUPP. */
 	v->query_port = urxe_vctx_query_port;

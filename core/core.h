@@ -137,6 +137,11 @@ int urxe_ops_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		       struct ibv_send_wr **bad_wr);
 int urxe_ops_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
+/* (mw.c) */
+struct ibv_mw *urxe_ops_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int urxe_ops_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		     struct ibv_mw_bind *bind);
+int urxe_ops_dealloc_mw(struct ibv_mw *mw);
 /* (srq.c) */
 struct ibv_srq *urxe_vctx_create_srq_ex(struct ibv_context *context,
 					struct ibv_srq_init_attr_ex *attr);

@@ -155,7 +155,8 @@ struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
 		return NULL;
 	pthread_mutex_lock(&eng->key_lock);
 	m = eng->keys[idx];
-	if (m && (remote ? m->rkey : m->lkey) == key)
+	/* A memory window has no local key (IBA 10.6.7). */
+	if (m && (remote ? m->rkey == key : m->lkey == key && !m->mw_type))
 		atomic_fetch_add(&m->refs, 1);
 	else
 		m = NULL;

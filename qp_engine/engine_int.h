@@ -152,10 +152,21 @@ struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
 struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
 			      bool remote);
 void urxe_mem_put(struct urxe_mem *mem);
-/* Checks a remote access; on success holds a reference in *out. */
-int urxe_mem_remote(struct urxe_engine *eng, uint32_t pd, uint32_t rkey,
+/*
+ * Checks a remote access arriving at @qp (its PD; a type 2 window must be
+ * bound to it); on success holds a reference in *out.
+ */
+int urxe_mem_remote(const struct urxe_eqp *qp, uint32_t rkey,
 		    uint64_t va, uint64_t len, unsigned int access,
 		    struct urxe_mem **out, uint8_t **ptr);
+/*
+ * mw.c: memory windows (IBA 10.6.7).  The requester binds
+ * (IBV_WR_BIND_MW) and invalidates (IBV_WR_LOCAL_INV) in send queue
+ * order; the responder invalidates for a SEND with Invalidate.  0, or
+ * -EINVAL when the checks refuse.
+ */
+int urxe_mw_bind(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe);
+int urxe_mw_invalidate(struct urxe_eqp *qp, uint32_t rkey);
 void urxe_qp_schedule(struct urxe_eqp *qp);
 /* No affiliated event: errors the requester reports in a completion. */
 #define URXE_NO_EVENT ((enum ibv_event_type)-1)

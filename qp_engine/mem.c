@@ -21,16 +21,28 @@ static bool mem_allows(const struct urxe_mem *m, uint32_t pd, uint64_t va,
 	return true;
 }
 
-int urxe_mem_remote(struct urxe_engine *eng, uint32_t pd, uint32_t rkey,
+/*
+ * A window grants access while bound (length 0: not bound), a type 2
+ * one only to the QP it is bound to (IBA 10.6.7.2.2; kernel rxe's
+ * rxe_lookup_mw).  Its range and rights are checked as a region's; the
+ * region under it allowed them when it was bound and cannot go meanwhile.
+ */
+static bool mw_usable(const struct urxe_mem *m, uint32_t qpn)
+{
+	return m->length && (m->mw_type == 1 || m->qpn == qpn);
+}
+
+int urxe_mem_remote(const struct urxe_eqp *qp, uint32_t rkey,
 		    uint64_t va, uint64_t len, unsigned int access,
 		    struct urxe_mem **out, uint8_t **ptr)
 {
 	struct urxe_mem *m;
 
-	m = urxe_mem_get(eng, rkey, true);
+	m = urxe_mem_get(qp->eng, rkey, true);
 	if (!m)
 		return -EACCES;
-	if (!mem_allows(m, pd, va, len, access)) {
+	if ((m->mw_type && !mw_usable(m, qp->qpn)) ||
+	    !mem_allows(m, qp->pd, va, len, access)) {
 		urxe_mem_put(m);
 		return -EACCES;
 	}

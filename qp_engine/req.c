@@ -330,6 +330,48 @@ static bool send_wqe(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	return true;
 }
 
+static bool is_local_op(const struct urxe_send_wqe *wqe)
+{
+	return wqe->opcode == IBV_WR_BIND_MW || wqe->opcode == IBV_WR_LOCAL_INV;
+}
+
+/*
+ * A local operation (IBA 10.6.7: bind, local invalidate) sends nothing:
+ * it is executed when the requester reaches it and completes at once, in
+ * order behind what was sent before it.  It takes no PSN (its last PSN is
+ * the one before), and a rewind does not run it again.  A failure
+ * completes it in error and moves the QP to ERR, as kernel rxe does.
+ */
+static bool run_local_op(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+{
+	int rc;
+
+	if (wqe->state == URXE_WQE_DONE) {
+		qp->sq_next++;		/* executed before a rewind */
+		return true;
+	}
+	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs and atomics. */
+	if ((wqe->send_flags & IBV_SEND_FENCE) && qp->rd_outstanding)
+		return false;
+	wqe->first_psn = qp->psn;
+	wqe->last_psn = urxe_psn_add(qp->psn, URXE_PSN_MASK);
+	wqe->sent = 0;
+	if (wqe->opcode == IBV_WR_BIND_MW)
+		rc = urxe_mw_bind(qp, wqe);
+	else
+		rc = urxe_mw_invalidate(qp, wqe->imm_inv);
+	/* Past it first: completing it may retire it (and move sq_next). */
+	qp->sq_next++;
+	if (rc) {
+		urxe_comp_send(qp, wqe, wqe->opcode == IBV_WR_BIND_MW ?
+			       IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
+		urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
+		return false;
+	}
+	urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
+	return true;
+}
+
 void urxe_req_run(struct urxe_eqp *qp)
 {
 	uint32_t prod;
@@ -340,6 +382,11 @@ void urxe_req_run(struct urxe_eqp *qp)
 	while (qp->sq_next != prod) {
 		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_next);
 
+		if (is_local_op(wqe)) {
+			if (!run_local_op(qp, wqe))
+				break;
+			continue;
+		}
 		if (!send_wqe(qp, wqe))
 			break;
 		qp->sq_next++;
@@ -385,6 +432,8 @@ void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
 
 			if (w->state == URXE_WQE_POSTED)
 				break;
+			if (is_local_op(w))
+				continue;	/* executed: not again */
 			w->state = URXE_WQE_POSTED;
 		}
 		return;

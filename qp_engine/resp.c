@@ -65,7 +65,7 @@ static void send_read_resp(struct urxe_eqp *qp, const struct urxe_rd_res *res,
 	uint8_t *src = NULL;
 
 	if (res->length &&
-	    urxe_mem_remote(qp->eng, qp->pd, res->rkey, res->va, res->length,
+	    urxe_mem_remote(qp, res->rkey, res->va, res->length,
 			    IBV_ACCESS_REMOTE_READ, &mem, &src))
 		return;		/* deregistered since: the requester times out */
 	urxe_qp_path(qp, &path);
@@ -267,6 +267,16 @@ static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return -EFAULT;
 	}
 	qp->rq_off += paylen;
+	if ((oi->flags & URXE_F_LAST) && (oi->flags & URXE_F_INV) &&
+	    urxe_mw_invalidate(qp, urxe_get32(pkt + oi->off[URXE_HDR_IETH])) ==
+	    -EINVAL) {
+		/* IBA class J: a window that cannot be invalidated (kernel
+		 * rxe: IBV_WC_REM_INV_REQ_ERR on the receive). */
+		complete_recv(qp, rwqe, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0,
+			      bth, NULL, NULL);
+		qp->rq_active = false;
+		return -EPROTO;
+	}
 	if (oi->flags & URXE_F_LAST) {
 		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, qp->rq_off,
 			      bth, oi, pkt);
@@ -301,7 +311,7 @@ static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		}
 		if (!(qp->attr.access & IBV_ACCESS_REMOTE_WRITE))
 			return -EACCES;
-		if (r.len && urxe_mem_remote(qp->eng, qp->pd, r.rkey, r.va, r.len,
+		if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 					     IBV_ACCESS_REMOTE_WRITE,
 					     &qp->wr_mem, &dst))
 			return -EACCES;
@@ -357,7 +367,7 @@ static int handle_read(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
 	if (!(qp->attr.access & IBV_ACCESS_REMOTE_READ) || !qp->rd_res)
 		return -EACCES;
-	if (r.len && urxe_mem_remote(qp->eng, qp->pd, r.rkey, r.va, r.len,
+	if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 				     IBV_ACCESS_REMOTE_READ, &mem, &src))
 		return -EACCES;
 	if (r.len)
@@ -389,7 +399,7 @@ static int handle_atomic(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return -EACCES;
 	if (a.va & 7)
 		return -EPROTO;		/* IBA 9.4.5: misaligned is invalid */
-	if (urxe_mem_remote(qp->eng, qp->pd, a.rkey, a.va, 8,
+	if (urxe_mem_remote(qp, a.rkey, a.va, 8,
 			    IBV_ACCESS_REMOTE_ATOMIC, &mem, &p))
 		return -EACCES;
 	/* An MR whose iova and address differ mod 8 (zero-based, reg_mr_iova):

@@ -235,13 +235,15 @@ int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
 	a->max_qp_wr = URXE_MAX_QP_WR;
 	/*
 	 * Only what works: the responder sends RNR NAKs (IBA 9.7.5.2.8),
-	 * SRQs resize (ibv_modify_srq(3)).  Not PORT_ACTIVE_EVENT (no port
-	 * events are raised), MEM_WINDOW, XRC, AUTO_PATH_MIG: bits come as
-	 * the features land.
+	 * SRQs resize (ibv_modify_srq(3)), memory windows of types 1 and 2B
+	 * (as kernel rxe).  Not PORT_ACTIVE_EVENT (no port events are
+	 * raised), XRC, AUTO_PATH_MIG: bits come as the features land.
 	 */
 	a->device_cap_flags = IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
-			      IBV_DEVICE_SRQ_RESIZE;
+			      IBV_DEVICE_SRQ_RESIZE |
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	/* The kernel's 64-bit flags: the same bits, none above 31 yet. */
 	attr->device_cap_flags_ex = a->device_cap_flags;
 	a->max_sge = URXE_MAX_SGE;
@@ -249,6 +251,7 @@ int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
 	a->max_cq = URXE_MAX_CQ;
 	a->max_cqe = URXE_MAX_CQE;
 	a->max_mr = URXE_MAX_MR;
+	a->max_mw = URXE_MAX_MR;	/* windows share the key table */
 	a->max_pd = URXE_MAX_PD;
 	a->max_qp_rd_atom = URXE_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = URXE_MAX_RD_ATOM;

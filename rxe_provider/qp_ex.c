@@ -27,14 +27,14 @@
 /* What each transport can do (IBA 9.4; qp_post.c's opcode_ok). */
 #define OPS_UD (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define OPS_UC (OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | \
-		IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | \
+		IBV_QP_EX_WITH_LOCAL_INV)
 #define OPS_RC (OPS_UC | IBV_QP_EX_WITH_RDMA_READ | \
 		IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
 		IBV_QP_EX_WITH_SEND_WITH_INV)
 /*
- * Not (yet): memory windows (BIND_MW, LOCAL_INV), TSO (raw packet),
- * ATOMIC_WRITE and FLUSH — creating with them fails with EOPNOTSUPP, and
+ * Not (yet): TSO (raw packet), ATOMIC_WRITE and FLUSH — creating with them fails with EOPNOTSUPP, and
  * their builders make wr_complete fail with EOPNOTSUPP.
  */
 
@@ -253,17 +253,31 @@ static void qpx_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
 		   rkey, addr, add, 0);
 }
 
+/* A window of either type; qp_post.c checks it as for ibv_post_send. */
 static void qpx_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 			const struct ibv_mw_bind_info *info)
 {
-	(void)mw; (void)rkey; (void)info;
-	refuse(x, "ibv_wr_bind_mw (memory windows)");
+	struct ibv_send_wr *wr = open_wr(x, IBV_WR_BIND_MW,
+					 IBV_QP_EX_WITH_BIND_MW);
+
+	if (!wr)
+		return;
+	if (!info) {
+		fail(xqp(x)->wrb, -EINVAL);
+		return;
+	}
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
 }
 
 static void qpx_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)rkey;
-	refuse(x, "ibv_wr_local_inv (memory windows)");
+	struct ibv_send_wr *wr = open_wr(x, IBV_WR_LOCAL_INV,
+					 IBV_QP_EX_WITH_LOCAL_INV);
+
+	if (wr)
+		wr->invalidate_rkey = rkey;
 }
 
 static void qpx_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz,

@@ -51,8 +51,11 @@ static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return type == IBV_QPT_RC;
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC; /* kernel rxe */
 	default:
-		return false;	/* MW binds, LOCAL_INV, TSO: not yet */
+		return false;	/* TSO, ATOMIC_WRITE, FLUSH: not yet */
 	}
 }
 
@@ -78,6 +81,23 @@ static uint64_t sge_sum(const struct ibv_sge *sg, int n)
 	return sum;
 }
 
+/*
+ * A bind names a window of this context, and a region unless it unbinds
+ * (length 0); it carries no data (rdma-core's rxe checks the same).  The
+ * rest is checked when it runs: failures complete with
+ * IBV_WC_MW_BIND_ERR.
+ */
+static int check_bind_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+	if (wr->num_sge || !wr->bind_mw.mw ||
+	    wr->bind_mw.mw->context != qp->vqp.qp_base.context ||
+	    (b->length && !b->mr))
+		return -EINVAL;
+	return 0;
+}
+
 static int check_send_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 			 uint64_t *len)
 {
@@ -100,7 +120,7 @@ static int check_send_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 		return -EINVAL;
 	if (qp->e.type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return -EINVAL;
-	return 0;
+	return wr->opcode == IBV_WR_BIND_MW ? check_bind_wr(qp, wr) : 0;
 }
 
 static void fill_ud(struct urxe_qp *qp, struct urxe_send_wqe *w,
@@ -120,6 +140,20 @@ static void fill_ud(struct urxe_qp *qp, struct urxe_send_wqe *w,
 	w->remote_qkey = qkey;
 }
 
+/* The window by its handle (its rkey changes with each bind). */
+static void fill_bind(struct urxe_send_wqe *w, const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+	w->imm_inv = to_umw(wr->bind_mw.mw)->mem.lkey;
+	w->rkey = wr->bind_mw.rkey;
+	w->remote_addr = b->addr;
+	w->compare_add = b->length;
+	w->mr_lkey = b->length ? b->mr->lkey : 0;
+	w->mw_access = b->mw_access_flags;
+	w->length = 0;
+}
+
 static void fill_send(struct urxe_qp *qp, struct urxe_send_wqe *w,
 		      const struct ibv_send_wr *wr, uint32_t len)
 {
@@ -133,10 +167,19 @@ static void fill_send(struct urxe_qp *qp, struct urxe_send_wqe *w,
 		.state = URXE_WQE_POSTED,
 		.status = IBV_WC_SUCCESS,
 	};
-	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+	if (wr->opcode == IBV_WR_SEND_WITH_INV ||
+	    wr->opcode == IBV_WR_LOCAL_INV)
 		w->imm_inv = wr->invalidate_rkey;
 	else
 		w->imm_inv = (uint32_t)wr->imm_data;	/* stays in wire order */
+	if (wr->opcode == IBV_WR_LOCAL_INV) {
+		w->length = 0;		/* a local operation: no data */
+		return;
+	}
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		fill_bind(w, wr);
+		return;
+	}
 	if (is_atomic(wr->opcode)) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;

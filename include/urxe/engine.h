@@ -58,6 +58,16 @@ struct urxe_mem {
 	unsigned int access;	/* IBV_ACCESS_* */
 	uint32_t pd;		/* keys work only within their PD */
 	atomic_int refs;	/* the key table's, plus one per user */
+	/*
+	 * Memory windows (IBA 10.6.7) are in the key table too, with no
+	 * local key.  A bound window's iova/addr/length/access are its
+	 * range and rights, @mr the region it lies in (the binding holds a
+	 * reference on it), @qpn the QP a type 2 window is bound to.
+	 * Changed by binds and invalidations, under the progress lock.
+	 */
+	uint8_t mw_type;		/* 0: a region; 1 or 2: a window */
+	struct urxe_mem *mr;
+	uint32_t qpn;
 };
 
 /* ---- work queues ---- */
@@ -89,6 +99,12 @@ struct urxe_send_wqe {
 	union ibv_gid sgid;		/* zero: the device's GID 0 */
 	uint32_t remote_qpn;
 	uint32_t remote_qkey;
+	/*
+	 * BIND_MW: the window's handle (its lkey) in @imm_inv, its new rkey in
+	 * @rkey, address and length in @remote_addr and @compare_add, and:
+	 */
+	uint32_t mr_lkey;
+	unsigned int mw_access;
 	uint8_t tclass;
 	uint8_t hop_limit;
 	uint32_t length;		/* bytes of payload */
@@ -397,6 +413,12 @@ void urxe_engine_destroy(struct urxe_engine *eng);
 int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem);
 /* Unpublishes @mem; -EBUSY while in use (MW bound, DMA in flight). */
 int urxe_engine_mem_remove(struct urxe_engine *eng, struct urxe_mem *mem);
+/*
+ * A memory window: urxe_engine_mem_add() with @mem->mw_type set (1 or 2,
+ * length 0: unbound).  Removing one unbinds it (-EBUSY only while a
+ * transfer holds it).
+ */
+int urxe_engine_mw_remove(struct urxe_engine *eng, struct urxe_mem *mem);
 
 /* QP table: allocates the QPN. */
 int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp);

@@ -222,6 +222,34 @@ int urxe_mr_rereg(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 int urxe_mr_dereg(struct ibv_mr *mr);
 
 /*
+ * Memory windows (ibv_alloc_mw(3), ibv_bind_mw(3)), types 1 and 2B: keys
+ * of the engine's key table without a local key, bound by
+ * IBV_WR_BIND_MW work requests (ibv_bind_mw posts one for type 1).
+ * ibv.handle is the window's fixed identity (the key it was made with);
+ * ibv.rkey changes with each bind.
+ */
+struct urxe_mw {
+	struct ibv_mw ibv;
+	struct urxe_mem mem;
+	struct urxe_pd *pd;
+	struct urxe_dev *dev;
+};
+
+static inline struct urxe_mw *to_umw(struct ibv_mw *mw)
+{
+	return (struct urxe_mw *)((char *)mw - offsetof(struct urxe_mw, ibv));
+}
+
+/* -EINVAL for a type other than 1 and 2. */
+int urxe_mw_alloc(struct urxe_dev *dev, struct ibv_pd *pd,
+		  enum ibv_mw_type type, struct ibv_mw **out);
+/* Unbinds a bound window; -EBUSY only while a transfer uses it. */
+int urxe_mw_dealloc(struct ibv_mw *mw);
+/* ibv_bind_mw(3): posts IBV_WR_BIND_MW with ibv_inc_rkey(mw->rkey). */
+int urxe_mw_post_bind(struct ibv_qp *qp, struct ibv_mw *mw,
+		      struct ibv_mw_bind *bind);
+
+/*
  * ibv_import_pd(3), ibv_import_mr(3), within one process: a new handle
  * object, made in the importing context @ctx, for the live PD (MR) of
  * the same device instance that @handle names (-ENOENT: none).  An

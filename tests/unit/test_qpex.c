@@ -468,10 +468,10 @@ START_TEST(create_refused)
 	};
 	struct ibv_qp *qp;
 
-	a = qpx_attr(IBV_QPT_RC, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW);
-	create_fails(&a, EOPNOTSUPP, "BIND_MW");
-	a = qpx_attr(IBV_QPT_RC, IBV_QP_EX_WITH_LOCAL_INV);
-	create_fails(&a, EOPNOTSUPP, "LOCAL_INV");
+	a = qpx_attr(IBV_QPT_UD, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW);
+	create_fails(&a, EOPNOTSUPP, "UD BIND_MW");
+	a = qpx_attr(IBV_QPT_UD, IBV_QP_EX_WITH_LOCAL_INV);
+	create_fails(&a, EOPNOTSUPP, "UD LOCAL_INV");
 	a = qpx_attr(IBV_QPT_RC, IBV_QP_EX_WITH_ATOMIC_WRITE);
 	create_fails(&a, EOPNOTSUPP, "ATOMIC_WRITE");
 	a = qpx_attr(IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE);
@@ -551,11 +551,11 @@ START_TEST(complete_errors)
 	to_rts(ud, 0);
 	memset(many, 0, sizeof(many));
 
-	/* Memory windows are not there yet. */
+	/* ATOMIC_WRITE is not there yet. */
 	ibv_wr_start(x);
 	ibv_wr_send(x);
 	ibv_wr_set_inline_data(x, "x", 1);
-	ibv_wr_local_inv(x, 0x1234);
+	ibv_wr_atomic_write(x, 1, 0, big);
 	ck_assert_int_eq(ibv_wr_complete(x), EOPNOTSUPP);
 	/* An operation not asked for at creation. */
 	ibv_wr_start(x);
