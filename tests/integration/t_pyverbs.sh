@@ -13,10 +13,13 @@
 #                other case passes or skips (EOPNOTSUPP: extended verbs,
 #                memory windows, DM, dmabuf, raw packet), except the XRC
 #                atomic cases, which error until XRC QPs exist;
+#                test_mr's memory window cases (MWTest: types 1 and 2,
+#                bound, invalidated locally, remotely and by
+#                deallocation) pass too;
 #   test_qpex, test_cqex: every RC/UC/UD case of the extended QP and CQ
-#                passes (MUST_OK); ATOMIC_WRITE (not in Debian 12's kernel
-#                rxe either) and BIND_MW (no memory windows yet) skip; the
-#                XRC cases skip or error until XRC QPs exist;
+#                passes (MUST_OK), rc_bind_mw included; ATOMIC_WRITE (not
+#                in Debian 12's kernel rxe either) skips; the XRC cases
+#                skip or error until XRC QPs exist;
 #   test_shared_pd: importing a context, PD and MR by cmd_fd and handle
 #                within the process passes.
 # As more verbs land, more modules join MODULES with their expectations.
@@ -49,6 +52,13 @@ MUST_OK=(test_qp.QPTest.test_create_rc_qp_no_attr
 	 test_mr.MRTest.test_mr_rereg_addr
 	 test_mr.MRTest.test_mr_rereg_pd
 	 test_mr.MRTest.test_reg_mr_bad_flags
+	 test_mr.MWTest.test_mw_type1
+	 test_mr.MWTest.test_invalidate_mw_type1
+	 test_mr.MWTest.test_mw_type2
+	 test_mr.MWTest.test_mw_type2_invalidate_local
+	 test_mr.MWTest.test_mw_type2_invalidate_remote
+	 test_mr.MWTest.test_mw_type2_invalidate_dealloc
+	 test_mr.MWTest.test_reg_mw_wrong_type
 	 test_atomic.AtomicTest.test_atomic_cmp_and_swap
 	 test_atomic.AtomicTest.test_atomic_fetch_and_add
 	 test_atomic.AtomicTest.test_atomic_invalid_lkey
@@ -68,6 +78,7 @@ MUST_OK=(test_qp.QPTest.test_create_rc_qp_no_attr
 	 test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read_zero_size
 	 test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp
 	 test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add
+	 test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw
 	 test_qpex.QpExTestCase.test_post_receive_qp_state_bad_flow
 	 test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
 	 test_qpex.QpExTestCase.test_full_rq_bad_flow
