@@ -7,7 +7,8 @@
  * window, and what its range and rights refuse (IBV_WC_REM_ACCESS_ERR);
  * type 2 bound by IBV_WR_BIND_MW and ibv_wr_bind_mw, usable only through
  * the QP it is bound to (2B), invalidated by IBV_WR_LOCAL_INV and by a
- * SEND with Invalidate (IBV_WC_WITH_INV at the responder); bind errors
+ * SEND with Invalidate (IBV_WC_WITH_INV at the responder; a type 1
+ * window's rkey refused, IBA class J); bind errors
  * (IBV_WC_MW_BIND_ERR), LOCAL_INV of a region's key, deallocation of a
  * bound window, and the device's capability bits.
  */
@@ -534,6 +535,57 @@ START_TEST(type2_send_with_inv)
 }
 END_TEST
 
+/* A's SEND with Invalidate of @rkey into a receive at B: both statuses. */
+static void send_inv(struct pair *p, uint32_t rkey, enum ibv_wc_status *snd,
+		     enum ibv_wc_status *rcv, struct ibv_wc *rwc)
+{
+	struct ibv_sge rs = { (uintptr_t)p->bufa + 2048, 64, p->mra->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 };
+	struct ibv_recv_wr *rbad;
+	struct ibv_sge ss = { (uintptr_t)p->bufa, 4, p->mra->lkey };
+	struct ibv_send_wr swr = {
+		.wr_id = 6, .opcode = IBV_WR_SEND_WITH_INV, .sg_list = &ss,
+		.num_sge = 1, .invalidate_rkey = rkey,
+	};
+
+	ck_assert_int_eq(ibv_post_recv(p->b, &rwr, &rbad), 0);
+	post(p->a, &swr);
+	*snd = poll1(p->cqa).status;
+	*rwc = poll1(p->cqb);
+	*rcv = rwc->status;
+}
+
+START_TEST(send_with_inv_refused)
+{
+	struct ibv_mr *mr = bindable_mr();
+	struct ibv_mw *m1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	enum ibv_wc_status snd, rcv;
+	struct pair *p = pair_new(0);
+	struct ibv_wc wc;
+
+	/* A region's key names no window: nothing to invalidate (urxe). */
+	send_inv(p, mr->rkey, &snd, &rcv, &wc);
+	ck_assert_int_eq(snd, IBV_WC_SUCCESS);
+	ck_assert_int_eq(rcv, IBV_WC_SUCCESS);
+	ck_assert(wc.wc_flags & IBV_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_rkey, mr->rkey);
+	/* A type 1 window cannot be invalidated: IBA class J. */
+	ck_assert_int_eq(bind1(p->b, p->cqb, m1, mr, target, 64,
+			       IBV_ACCESS_REMOTE_READ), IBV_WC_SUCCESS);
+	send_inv(p, m1->rkey, &snd, &rcv, &wc);
+	ck_assert_int_eq(snd, IBV_WC_REM_INV_REQ_ERR);
+	ck_assert_int_eq(rcv, IBV_WC_REM_INV_REQ_ERR);
+	pair_free(p);
+	/* The window is still bound. */
+	p = pair_new(0);
+	ck_assert_int_eq(rdma(p, IBV_WR_RDMA_READ, m1->rkey, (uintptr_t)target,
+			      64), IBV_WC_SUCCESS);
+	pair_free(p);
+	ck_assert_int_eq(ibv_dealloc_mw(m1), 0);
+	ck_assert_int_eq(ibv_dereg_mr(mr), 0);
+}
+END_TEST
+
 START_TEST(bind_errors)
 {
 	struct ibv_mr *plain = ibv_reg_mr(pd, target, sizeof(target),
@@ -657,6 +709,7 @@ static Suite *mw_suite(void)
 	tcase_add_test(tc, type1_rebind);
 	tcase_add_test(tc, type2_bind_access_local_inv);
 	tcase_add_test(tc, type2_send_with_inv);
+	tcase_add_test(tc, send_with_inv_refused);
 	tcase_add_test(tc, bind_errors);
 	tcase_add_test(tc, qp_ex_bind_local_inv);
 	suite_add_tcase(s, tc);
