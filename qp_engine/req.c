@@ -140,12 +140,22 @@ static void bth_init(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe,
 	b->psn = qp->psn;
 }
 
+static bool is_local_op(const struct urxe_send_wqe *wqe)
+{
+	return wqe->opcode == IBV_WR_BIND_MW || wqe->opcode == IBV_WR_LOCAL_INV;
+}
+
 /* One packet of a SEND or WRITE; returns 0 or -EACCES (local key). */
-/* Are WQEs posted behind the one being sent (at sq_next)? */
+/*
+ * Are WQEs posted behind the one being sent (at sq_next) that will send?
+ * A local operation next (a bind) sends nothing to ask for the ACK.
+ */
 static bool more_posted(struct urxe_eqp *qp)
 {
-	return qp->sq_next + 1 !=
-	       atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
+	uint32_t next = qp->sq_next + 1;
+
+	return next != atomic_load_explicit(&qp->sq.prod, memory_order_acquire) &&
+	       !is_local_op(urxe_wq_slot(&qp->sq, next));
 }
 
 static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
@@ -328,11 +338,6 @@ static bool send_wqe(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		}
 	}
 	return true;
-}
-
-static bool is_local_op(const struct urxe_send_wqe *wqe)
-{
-	return wqe->opcode == IBV_WR_BIND_MW || wqe->opcode == IBV_WR_LOCAL_INV;
 }
 
 /*

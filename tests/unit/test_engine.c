@@ -475,6 +475,69 @@ START_TEST(rc_remote_access)
 }
 END_TEST
 
+/*
+ * A bind is a local operation: executed once, when the requester reaches
+ * it.  A go-back-N rewind to the SEND before it resends the SEND and does
+ * not bind again (a type 2 window bound twice would fail the second
+ * time); the window then works through the QP it is bound to.
+ */
+START_TEST(rc_bind_across_rewind)
+{
+	struct urxe_mem reg = {
+		.addr = nodes[1].buf + 500000,
+		.iova = (uint64_t)(uintptr_t)(nodes[1].buf + 500000),
+		.length = 4096, .pd = 7,
+		.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
+	};
+	struct urxe_mem win = { .mw_type = 2, .pd = 7 };
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	ck_assert_int_gt(urxe_engine_mem_add(nodes[1].eng, &reg), 0);
+	ck_assert_int_gt(urxe_engine_mem_add(nodes[1].eng, &win), 0);
+	rkey = (win.rkey & ~0xffu) | ((win.rkey + 1) & 0xff);
+	fill(nodes[1].buf, 10000, 3);
+	fill(nodes[0].buf + 100, 64, 9);
+	post_recv(&nodes[0], 1, 20000, 10000);
+	drop_at = 3;			/* the SEND's fourth packet */
+	new_wqe(&nodes[1], IBV_WR_SEND, 0, 10000);
+	post(&nodes[1]);
+	w = new_wqe(&nodes[1], IBV_WR_BIND_MW, 0, 0);
+	w->num_sge = 0;
+	w->imm_inv = win.lkey;
+	w->rkey = rkey;
+	w->remote_addr = reg.iova + 1024;
+	w->compare_add = 1024;
+	w->mr_lkey = reg.lkey;
+	w->mw_access = IBV_ACCESS_REMOTE_WRITE;
+	post(&nodes[1]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_SEND);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_BIND_MW);
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	ck_assert_uint_eq(win.rkey, rkey);
+	ck_assert_uint_eq(win.qpn, nodes[1].qp.qpn);
+	/* The region is held by the binding. */
+	ck_assert_int_eq(urxe_engine_mem_remove(nodes[1].eng, &reg), -EBUSY);
+
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE, 100, 64);
+	w->remote_addr = reg.iova + 1500;
+	w->rkey = rkey;
+	post(&nodes[0]);
+	pump();
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	ck_assert(!memcmp(reg.addr + 1500, nodes[0].buf + 100, 64));
+	ck_assert_int_eq(urxe_engine_mw_remove(nodes[1].eng, &win), 0);
+	ck_assert_int_eq(urxe_engine_mem_remove(nodes[1].eng, &reg), 0);
+}
+END_TEST
+
 /* A receive with a bad lkey: remote operational error at the requester. */
 START_TEST(rc_recv_bad_lkey)
 {
@@ -1004,6 +1067,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_rnr);
 	tcase_add_test(tc, rc_write_imm_rnr);
 	tcase_add_test(tc, rc_remote_access);
+	tcase_add_test(tc, rc_bind_across_rewind);
 	tcase_add_test(tc, rc_atomic_misaligned);
 	tcase_add_test(tc, rc_recv_bad_lkey);
 	tcase_add_test(tc, rc_recv_too_short);
