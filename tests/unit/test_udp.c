@@ -605,11 +605,17 @@ static int wild_roundtrip(struct urxe_udp *w, const char *src,
 				  .tos = 0x20, .ttl = 17, .iov = &iov, .niov = 1 };
 	uint16_t used;
 	uint32_t seq;
+	int rc;
 
 	gid_str(sg, src);
 	gid_str(dg, dst);
 	fill(pay, sizeof(pay), mark);
-	CHK(urxe_udp_send(w, &o, 1, &used) == 1);
+	rc = urxe_udp_send(w, &o, 1, &used);
+	if (rc != 1) {
+		snprintf(wmsg, sizeof(wmsg), "line %d: send %s -> %s: %d (%s)",
+			 __LINE__, src, dst, rc, rc < 0 ? strerror(-rc) : "");
+		return 1;
+	}
 	CHK(recv_wait(w, 1, 2000) == 1);
 	CHK(intact(rx[0].buf, rx[0].len, &seq) && seq == mark);
 	CHK(rx[0].len == sizeof(pay));
