@@ -21,7 +21,9 @@
 #                in Debian 12's kernel rxe either) skips; the XRC cases
 #                skip or error until XRC QPs exist;
 #   test_shared_pd: importing a context, PD and MR by cmd_fd and handle
-#                within the process passes.
+#                within the process passes;
+#   test_fork, test_relaxed_ordering: fork initialization and RC/UD
+#                traffic on relaxed-ordering MRs pass (the XRC case skips).
 # As more verbs land, more modules join MODULES with their expectations.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -36,14 +38,18 @@ urxe_it_init "$@"
 assert_lib_loaded
 
 MODULES=(test_device test_pd test_addr test_cq test_cq_events test_qp test_mr
-	 test_atomic test_qpex test_cqex test_shared_pd)
+	 test_atomic test_qpex test_cqex test_shared_pd test_fork
+	 test_relaxed_ordering)
 # class:cases that must all pass
 MUST_PASS=(DeviceTest:13 PDTest:4 AHTest:3 CQAPITest:3 CQTest:1 CqEventsTestCase:2
 	   CQEXAPITest:2 SharedPDTestCase:1)
 # classes whose cases may pass or skip, nothing else
 MAY_SKIP=(DMTest SharedDMTest)
 # single cases that must pass (the RC success paths, and more)
-MUST_OK=(test_qp.QPTest.test_create_rc_qp_no_attr
+MUST_OK=(test_fork.ForkAPITest.test_is_fork_initialized
+	 test_relaxed_ordering.RoTestCase.test_ro_rc_traffic
+	 test_relaxed_ordering.RoTestCase.test_ro_ud_traffic
+	 test_qp.QPTest.test_create_rc_qp_no_attr
 	 test_qp.QPTest.test_create_rc_qp_with_attr
 	 test_qp.QPTest.test_create_uc_qp_no_attr
 	 test_qp.QPTest.test_create_ud_qp_with_attr
