@@ -729,6 +729,13 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 	progress(eng, PROG_KICK);
 }
 
+void urxe_engine_settle(struct urxe_engine *eng)
+{
+	pthread_mutex_lock(&eng->lock);
+	progress_locked(eng, PROG_KICK);
+	pthread_mutex_unlock(&eng->lock);
+}
+
 bool urxe_engine_has_work(struct urxe_engine *eng)
 {
 	return atomic_load(&eng->work);

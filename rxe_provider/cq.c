@@ -192,6 +192,12 @@ int urxe_cq_resize(struct ibv_cq *ibcq, int cqe)
 
 	if (check_cqe(cqe))
 		return -EINVAL;
+	/*
+	 * Completions of work posted so far count: a post that found the
+	 * engine busy left its work flagged for the holder, maybe not done.
+	 */
+	if (cq->dev->eng && !cq->dev->dead)
+		urxe_engine_settle(cq->dev->eng);
 	slots = pow2_at_least((uint32_t)cqe + 1);
 	wc = calloc(slots, sizeof(*wc));
 	if (!wc)

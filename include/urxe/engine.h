@@ -451,6 +451,12 @@ int urxe_engine_progress(struct urxe_engine *eng);
 /* Earliest timer deadline (ns, ops->now scale) or UINT64_MAX. */
 uint64_t urxe_engine_next_deadline(struct urxe_engine *eng);
 /*
+ * Waits for the progress lock (where urxe_engine_progress() only tries
+ * it) and does the work flagged so far: what was posted has been sent,
+ * and the completions of unreliable sends are in their CQs.
+ */
+void urxe_engine_settle(struct urxe_engine *eng);
+/*
  * Work is flagged for the next progress call: packets to send, or ACKs a
  * poller left owed when it returned to fresh completions.
  */
