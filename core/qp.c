@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Queue pairs: ibv_create_qp(3), ibv_modify_qp(3), ibv_query_qp(3),
- * ibv_destroy_qp(3), ibv_query_qp_data_in_order(3), ibv_create_qp_ex(3)
+ * ibv_destroy_qp(3), ibv_query_qp_data_in_order(3), ibv_create_qp_ex(3),
+ * ibv_attach_mcast(3) (rxe_provider/mcast.c)
  * with ibv_qp_to_qp_ex (the ibv_wr_* family is rxe_provider/qp_ex.c's;
  * wr_complete converts here), and the
  * ibv_context_ops slots behind the inline ibv_post_send(3) and
@@ -81,6 +82,20 @@ URXE_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 URXE_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	return urxe_ret_errno(urxe_qp_destroy(qp));
+}
+
+URXE_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				 uint16_t lid)
+{
+	(void)lid;			/* RoCE: no LIDs */
+	return urxe_ret_errno(urxe_qp_attach_mcast(qp, gid));
+}
+
+URXE_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				 uint16_t lid)
+{
+	(void)lid;
+	return urxe_ret_errno(urxe_qp_detach_mcast(qp, gid));
 }
 
 /*

@@ -50,20 +50,6 @@ URXE_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return urxe_ret_errno(unimpl(__func__));
 }
 
-/* --- Multicast: ibv_attach_mcast(3) --- */
-
-URXE_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-				 uint16_t lid)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
-URXE_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-				 uint16_t lid)
-{
-	return urxe_ret_errno(unimpl(__func__));
-}
-
 /* --- ibv_resolve_eth_l2_from_gid (core/ah.c has the address handles) --- */
 
 /*

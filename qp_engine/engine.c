@@ -72,6 +72,7 @@ void urxe_engine_destroy(struct urxe_engine *eng)
 	pthread_mutex_destroy(&eng->list_lock);
 	free(eng->tx_buf);
 	free(eng->live);
+	free(eng->mc);
 	free(eng->qps);
 	free(eng->keys);
 	free(eng);
@@ -283,6 +284,7 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 	}
 	qp->on_list = false;
 	pthread_mutex_unlock(&eng->list_lock);
+	urxe_mcast_qp_gone(eng, qp);
 	if (qp->wr_mem)
 		urxe_mem_put(qp->wr_mem);
 	qp->wr_mem = NULL;
@@ -474,6 +476,10 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 	paylen = len - oi->hdr_len - bth.pad - URXE_ICRC_LEN;
 	if (!(oi->flags & URXE_F_PAYLOAD) && paylen)
 		goto drop;
+	if (bth.dqpn == URXE_MCAST_QPN) {
+		urxe_mcast_input(eng, &bth, oi, roce, len, paylen, meta);
+		return;
+	}
 	if (!urxe_icrc_check_rx(roce, len, meta)) {
 		urxe_count(eng, URXE_CNT_DROPPED_ICRC, 1);
 		return;

@@ -70,6 +70,10 @@ struct urxe_engine {
 	uint64_t stats_due;		/* publish then (0: nothing new to publish) */
 	uint64_t stats_mark;		/* packets counted at the last publish */
 
+	/* multicast attachments (mcast.c), under the progress lock */
+	struct urxe_mcast_att *mc;
+	uint32_t nmc, mc_cap;
+
 	/* engine thread */
 	pthread_t thread;
 	atomic_bool thread_running;
@@ -149,6 +153,19 @@ void urxe_qpstats_tick(struct urxe_engine *eng);
 
 /* engine.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
+/* A QP attached to a multicast group. */
+struct urxe_mcast_att {
+	union ibv_gid gid;
+	struct urxe_eqp *qp;
+};
+
+/* Delivers a SEND to QPN 0xFFFFFF (progress lock held; ICRC unchecked). */
+void urxe_mcast_input(struct urxe_engine *eng, const struct urxe_bth *bth,
+		      const struct urxe_opinfo *oi, const uint8_t *roce,
+		      uint32_t len, uint32_t paylen,
+		      const struct urxe_rx_meta *meta);
+/* Forgets @qp's attachments (progress lock held). */
+void urxe_mcast_qp_gone(struct urxe_engine *eng, struct urxe_eqp *qp);
 struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
 			      bool remote);
 void urxe_mem_put(struct urxe_mem *mem);

@@ -369,6 +369,14 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 	}
 }
 
+bool urxe_icrc_check_rx_exact(const uint8_t *roce, uint32_t len,
+			      const struct urxe_rx_meta *meta)
+{
+	uint16_t id;
+
+	return rx_match(roce, len, meta, &id) == 1;
+}
+
 bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
 			  const struct urxe_rx_meta *meta, uint16_t *ip_id)
 {

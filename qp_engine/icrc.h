@@ -72,5 +72,12 @@ struct urxe_rx_meta;
  */
 bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 			const struct urxe_rx_meta *meta);
+/*
+ * The same without solving for an IPv4 ID: as sent by a urxe peer (ID 0
+ * or the hint) or not at all.  For guessing which header a packet had,
+ * where a solved ID would match one in 65536 wrong guesses.
+ */
+bool urxe_icrc_check_rx_exact(const uint8_t *roce, uint32_t len,
+			      const struct urxe_rx_meta *meta);
 
 #endif

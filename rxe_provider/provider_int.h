@@ -23,7 +23,7 @@
 #define URXE_MAX_RD_ATOM 128
 /* An empty CQ polled this many times in a row: the poller yields once. */
 #define URXE_IDLE_POLLS_YIELD 16
-#define URXE_MAX_MCAST_GRP 8192
+#define URXE_MAX_MCAST_GRP 256
 #define URXE_MAX_MCAST_QP_ATTACH 56
 #define URXE_MAX_AH 32768
 #define URXE_MAX_MSG_SZ 0x80000000u	/* 2 GiB, the IBA maximum message */
@@ -104,5 +104,13 @@ void urxe_import_add_mr(struct urxe_mr *mr);
 void urxe_import_del_mr(struct urxe_mr *mr);
 /* qp_ex.c: frees the batch state of a QP being destroyed. */
 void urxe_qpx_fini(struct urxe_qp *qp);
+/*
+ * Loopback multicast: whether @p goes to a group, and sending it (a copy
+ * to each slot the registry lists).
+ */
+bool urxe_dev_mcast_pkt(struct urxe_dev *dev, const struct urxe_pkt *p);
+void urxe_dev_mcast_xmit(struct urxe_dev *dev, const struct urxe_pkt *p);
+/* Detaches @qp from every group (destroy, after the engine let it go). */
+void urxe_qp_mcast_detach_all(struct urxe_qp *qp);
 
 #endif

@@ -263,6 +263,7 @@ int urxe_qp_destroy(struct ibv_qp *ibqp)
 	qp = to_uqp(ibqp);
 	/* After this the engine neither touches the QP nor reports on it. */
 	urxe_engine_qp_remove(qp->e.eng, &qp->e);
+	urxe_qp_mcast_detach_all(qp);
 	reported = atomic_load(&qp->events_reported);
 	if (qp->async && reported)
 		reported -= urxe_evpipe_purge(qp->async, event_of_qp, ibqp);

@@ -396,6 +396,14 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		return -ENOTCONN;
 	if (n > URXE_DEV_TX_BATCH)
 		n = URXE_DEV_TX_BATCH;
+	/* Loopback multicast goes alone, as copies (mcast.c). */
+	if (urxe_dev_mcast_pkt(dev, &pkts[0])) {
+		urxe_dev_mcast_xmit(dev, &pkts[0]);
+		return 1;
+	}
+	for (i = 1; i < n; i++)
+		if (urxe_dev_mcast_pkt(dev, &pkts[i]))
+			n = i;
 	if (dev->faults) {
 		k = apply_faults(dev, pkts, n, out, iov);
 	} else {

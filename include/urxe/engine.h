@@ -444,6 +444,28 @@ void urxe_engine_srq_detach(struct urxe_eqp *qp);
  */
 int urxe_engine_srq_resize(struct urxe_esrq *srq, uint32_t max_wr);
 
+/*
+ * Multicast (IBA 10.5.2.3, UD only): a SEND to destination QPN
+ * URXE_MCAST_QPN goes to every local QP attached to the packet's group,
+ * the IP destination — or, when that is a unicast address (the loopback
+ * registry's copies), the attached group for which the ICRC checks (the
+ * sender computes it for the group address).  Each QP takes its own
+ * receive WQE; one without drops it.
+ *
+ * urxe_engine_mcast_attach() returns 1 when @gid is new to the engine, 0
+ * when it was already attached (@qp too: nothing changes), -ENOMEM past
+ * @max_grp groups or @max_qp QPs in the group.
+ * urxe_engine_mcast_detach() returns 1 when the group has no QP left, 0,
+ * or -EINVAL when @qp is not attached.  urxe_engine_mcast_first() puts
+ * one group @qp is attached to in @gid, -ENOENT if none.
+ * urxe_engine_qp_remove() drops a QP's attachments.
+ */
+#define URXE_MCAST_QPN 0xffffffu
+int urxe_engine_mcast_attach(struct urxe_eqp *qp, const union ibv_gid *gid,
+			     unsigned int max_grp, unsigned int max_qp);
+int urxe_engine_mcast_detach(struct urxe_eqp *qp, const union ibv_gid *gid);
+int urxe_engine_mcast_first(struct urxe_eqp *qp, union ibv_gid *gid);
+
 /* After posting to @qp's send queue: sends now if the engine is free. */
 void urxe_engine_kick(struct urxe_eqp *qp);
 /* Receives, runs timers and queued work; returns whether work was done. */

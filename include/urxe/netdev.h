@@ -82,6 +82,27 @@ struct in_addr urxe_slot_loopback_addr(unsigned int index);
 /* Whether a UDP socket can bind @addr:4791 right now: 1, 0, or -errno. */
 int urxe_udp_addr_free(struct in_addr addr);
 
+/* ---- the loopback multicast registry (mcast.c): <rundir>/mcast ---- */
+
+/* Records (slot, group) host-wide. */
+#define URXE_MCAST_REGISTRY 1024
+
+/*
+ * Adds a reference to (@slot, @gid), a 16-byte group GID; the caller holds
+ * @slot.  -ENOSPC when the registry is full.
+ */
+int urxe_mcast_join(const char *rundir, const struct urxe_slot *slot,
+		    const uint8_t gid[16]);
+/* Drops one; -ENOENT when @slot has none for @gid. */
+int urxe_mcast_leave(const char *rundir, const struct urxe_slot *slot,
+		     const uint8_t gid[16]);
+/*
+ * The address indexes (urxe_slot_loopback_addr) of up to @max live slots
+ * joined to @gid; returns how many, or a negative errno.
+ */
+int urxe_mcast_members(const char *rundir, const uint8_t gid[16],
+		       unsigned int *addr_index, unsigned int max);
+
 /* ---- per-slot statistics (stats.c): <rundir>/counters ---- */
 
 /*

@@ -408,6 +408,13 @@ int urxe_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 int urxe_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init);
 int urxe_qp_destroy(struct ibv_qp *qp);
+/*
+ * ibv_attach_mcast(3), ibv_detach_mcast(3): UD QPs, multicast GIDs
+ * (-EINVAL otherwise; detaching a group not attached too), loopback
+ * devices (-EOPNOTSUPP on real interfaces), -ENOMEM past the limits.
+ */
+int urxe_qp_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid);
+int urxe_qp_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid);
 /* ibv_ack_async_event() of an event affiliated with @qp. */
 void urxe_qp_ack_async(struct ibv_qp *qp);
 /*

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * ibv_attach_mcast(3) and ibv_detach_mcast(3) for UD QPs.  The engine
+ * keeps the (group, QP) pairs and delivers; here the checks the kernel's
+ * ib_attach_mcast() and rxe make, and, on loopback, the host-wide
+ * registry (netdev/mcast.c) that tells senders which slots to copy a
+ * group's packets to: an instance joins a group there with its first QP
+ * attached to it and leaves with its last.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <urxe/provider.h>
+
+#include "provider_int.h"
+
+static bool gid_is_mcast(const union ibv_gid *g)
+{
+	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (!memcmp(g->raw, v4, 12))
+		return (g->raw[12] & 0xf0) == 0xe0;	/* 224.0.0.0/4 */
+	return g->raw[0] == 0xff;			/* ff00::/8 */
+}
+
+static bool dev_loopback(struct urxe_dev *dev)
+{
+	bool lo;
+
+	pthread_mutex_lock(&dev->lock);
+	lo = dev->iface.loopback;
+	pthread_mutex_unlock(&dev->lock);
+	return lo;
+}
+
+int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
+{
+	struct urxe_qp *qp;
+	int rc;
+
+	if (!ibqp || !gid)
+		return -EINVAL;
+	qp = to_uqp(ibqp);
+	/* ib_attach_mcast(): UD QPs and multicast GIDs only. */
+	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
+		return -EINVAL;
+	/* No IP multicast on real interfaces yet (docs/limitations.md). */
+	if (!dev_loopback(qp->dev))
+		return -EOPNOTSUPP;
+	rc = urxe_engine_mcast_attach(&qp->e, gid, URXE_MAX_MCAST_GRP,
+				      URXE_MAX_MCAST_QP_ATTACH);
+	if (rc <= 0)
+		return rc;
+	rc = urxe_mcast_join(qp->dev->desc.rundir, &qp->dev->slot, gid->raw);
+	if (rc)
+		urxe_engine_mcast_detach(&qp->e, gid);
+	return rc == -ENOSPC ? -ENOMEM : rc;
+}
+
+int urxe_qp_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
+{
+	struct urxe_qp *qp;
+	int rc;
+
+	if (!ibqp || !gid)
+		return -EINVAL;
+	qp = to_uqp(ibqp);
+	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
+		return -EINVAL;
+	rc = urxe_engine_mcast_detach(&qp->e, gid);
+	if (rc <= 0)
+		return rc;
+	/* The group's last QP here left: so does the instance. */
+	urxe_mcast_leave(qp->dev->desc.rundir, &qp->dev->slot, gid->raw);
+	return 0;
+}
+
+void urxe_qp_mcast_detach_all(struct urxe_qp *qp)
+{
+	union ibv_gid gid;
+
+	while (!urxe_engine_mcast_first(&qp->e, &gid)) {
+		if (urxe_engine_mcast_detach(&qp->e, &gid) == 1)
+			urxe_mcast_leave(qp->dev->desc.rundir, &qp->dev->slot,
+					 gid.raw);
+	}
+}
+
+/* ---- sending on loopback: a copy to each member slot ---- */
+
+#define FANOUT_MAX 64
+
+bool urxe_dev_mcast_pkt(struct urxe_dev *dev, const struct urxe_pkt *p)
+{
+	return dev->iface.loopback && gid_is_mcast(&p->dgid);
+}
+
+/*
+ * The copies keep the packet as the engine built it, ICRC included: it
+ * was computed for the group address, which tells the receiver the group
+ * (qp_engine/mcast.c).  One that cannot go is lost, as UD allows.
+ */
+void urxe_dev_mcast_xmit(struct urxe_dev *dev, const struct urxe_pkt *p)
+{
+	unsigned int idx[FANOUT_MAX], i;
+	union ibv_gid dst[FANOUT_MAX];
+	struct urxe_udp_out out[FANOUT_MAX];
+	struct in_addr a;
+	int n, rc;
+
+	n = urxe_mcast_members(dev->desc.rundir, p->dgid.raw, idx, FANOUT_MAX);
+	for (i = 0; n > 0 && i < (unsigned int)n; i++) {
+		a = urxe_slot_loopback_addr(idx[i]);
+		memset(&dst[i], 0, sizeof(dst[i]));
+		dst[i].raw[10] = dst[i].raw[11] = 0xff;
+		memcpy(dst[i].raw + 12, &a, 4);
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].dst = dst[i].raw;
+		out[i].src = p->sgid.raw;
+		out[i].sport = p->sport;
+		out[i].tos = p->tclass;
+		out[i].iov = p->iov;
+		out[i].niov = p->niov;
+	}
+	for (i = 0; n > 0 && i < (unsigned int)n;) {
+		rc = urxe_udp_send(dev->udp, out + i, (unsigned int)n - i, NULL);
+		if (rc == -EAGAIN)
+			break;
+		i += rc < 0 ? 1 : (unsigned int)rc;
+	}
+}

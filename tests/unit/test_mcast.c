@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Multicast on rxe0 (lo): ibv_attach_mcast(3) and ibv_detach_mcast(3).
+ * A UD SEND to a group (an AH to 239.255.x.y, destination QPN 0xFFFFFF)
+ * reaches every QP attached to it once — two QPs of one process, a QP of
+ * another process (through the runtime directory's registry) — and no QP
+ * that is detached, attached to another group, or was destroyed; the GRH
+ * names the group.  The errors: non-UD QP, unicast GID, detaching what is
+ * not attached; a second attach is a no-op; the device advertises limits.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "testutil.h"
+
+#define QKEY 0x11111111u
+#define GRH_LEN 40
+#define BUFSZ 256
+#define NQP 4
+#define MCAST_QPN 0xffffffu
+
+static struct tu_sandbox sb;
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_qp *qp[NQP];
+static uint8_t *buf;
+static struct ibv_mr *mr;
+
+static union ibv_gid group(uint8_t last)
+{
+	union ibv_gid g = { .raw = { [10] = 0xff, [11] = 0xff,
+				     239, 255, 0, last } };
+
+	return g;
+}
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *c = NULL;
+	int i;
+
+	list = ibv_get_device_list(NULL);
+	if (!list)
+		return NULL;
+	for (i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			c = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return c;
+}
+
+static struct ibv_qp *make_qp(enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = type,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY,
+	};
+	struct ibv_qp *q = ibv_create_qp(pd, &ia);
+
+	ck_assert_msg(q != NULL, "ibv_create_qp: %s", strerror(errno));
+	if (type != IBV_QPT_UD)
+		return q;
+	ck_assert_int_eq(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	ck_assert_int_eq(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	ck_assert_int_eq(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	return q;
+}
+
+/* Opens rxe0 and makes NQP UD QPs (in a forked child: its own instance). */
+static void open_all(void)
+{
+	int i;
+
+	ctx = open_dev("rxe0");
+	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	buf = calloc(NQP + 1, BUFSZ);
+	ck_assert(pd && cq && buf);
+	mr = ibv_reg_mr(pd, buf, (NQP + 1) * BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(mr);
+	for (i = 0; i < NQP; i++)
+		qp[i] = make_qp(IBV_QPT_UD);
+}
+
+static void close_all(void)
+{
+	int i;
+
+	for (i = 0; i < NQP; i++)
+		if (qp[i])
+			ibv_destroy_qp(qp[i]);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (ctx)
+		ibv_close_device(ctx);
+	free(buf);
+	memset(qp, 0, sizeof(qp));
+	mr = NULL;
+	cq = NULL;
+	pd = NULL;
+	ctx = NULL;
+	buf = NULL;
+}
+
+static void setup(void)
+{
+	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
+	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
+}
+
+static void teardown(void)
+{
+	close_all();
+	tu_sandbox_fini(&sb);
+}
+
+static void post_recv(int i)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)(buf + (i + 1) * BUFSZ),
+			     .length = BUFSZ, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 100 + i, .sg_list = &s,
+				  .num_sge = 1 };
+	struct ibv_recv_wr *bad = NULL;
+
+	ck_assert_int_eq(ibv_post_recv(qp[i], &wr, &bad), 0);
+}
+
+/* Sends "hello" + @tag from QP @i to @g, signalled (wr_id 1). */
+static void send_group(int i, const union ibv_gid *g, uint8_t tag)
+{
+	struct ibv_ah_attr av = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = *g, .hop_limit = 64 },
+	};
+	struct ibv_ah *ah = ibv_create_ah(pd, &av);
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 6,
+			     .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad = NULL;
+
+	ck_assert_msg(ah != NULL, "ibv_create_ah: %s", strerror(errno));
+	memcpy(buf, "hello", 5);
+	buf[5] = tag;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = MCAST_QPN;
+	wr.wr.ud.remote_qkey = QKEY;
+	ck_assert_int_eq(ibv_post_send(qp[i], &wr, &bad), 0);
+	/* The AH may go once the WR is posted: it was resolved then. */
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+
+/* Polls for @ms, counting receive completions per QP (wr_id 100 + i). */
+static void collect(int ms, int got[NQP], bool *sent)
+{
+	struct timespec tick = { 0, 200 * 1000 };
+	struct ibv_wc wc[8];
+	int i, k, n;
+
+	for (i = 0; i < ms * 5; i++) {
+		n = ibv_poll_cq(cq, 8, wc);
+		ck_assert_int_ge(n, 0);
+		for (k = 0; k < n; k++) {
+			ck_assert_msg(wc[k].status == IBV_WC_SUCCESS,
+				      "wr_id %llu: %s",
+				      (unsigned long long)wc[k].wr_id,
+				      ibv_wc_status_str(wc[k].status));
+			if (wc[k].wr_id == 1) {
+				*sent = true;
+				continue;
+			}
+			ck_assert(wc[k].wr_id >= 100 && wc[k].wr_id < 100 + NQP);
+			ck_assert_uint_eq(wc[k].byte_len, GRH_LEN + 6);
+			got[wc[k].wr_id - 100]++;
+		}
+		if (!n)
+			nanosleep(&tick, NULL);
+	}
+}
+
+/* The receive of QP @i: the payload, and the GRH's IPv4 destination. */
+static void check_rx(int i, const union ibv_gid *g, uint8_t tag)
+{
+	const uint8_t *r = buf + (i + 1) * BUFSZ;
+
+	ck_assert_int_eq(memcmp(r + GRH_LEN, "hello", 5), 0);
+	ck_assert_uint_eq(r[GRH_LEN + 5], tag);
+	ck_assert_int_eq(memcmp(r + 20 + 16, g->raw + 12, 4), 0);
+}
+
+START_TEST(errors)
+{
+	union ibv_gid g = group(1), uni;
+	struct ibv_device_attr da;
+	struct ibv_qp *rc;
+
+	open_all();
+	ck_assert_int_eq(ibv_query_device(ctx, &da), 0);
+	ck_assert_int_gt(da.max_mcast_grp, 0);
+	ck_assert_int_gt(da.max_mcast_qp_attach, 0);
+	ck_assert_int_ge(da.max_total_mcast_qp_attach, da.max_mcast_qp_attach);
+	ck_assert_int_eq(ibv_query_gid(ctx, 1, 0, &uni), 0);
+	/* ib_attach_mcast(): a unicast GID, a non-UD QP: EINVAL. */
+	ck_assert_int_eq(ibv_attach_mcast(qp[0], &uni, 0), EINVAL);
+	rc = make_qp(IBV_QPT_RC);
+	ck_assert_int_eq(ibv_attach_mcast(rc, &g, 0), EINVAL);
+	ck_assert_int_eq(ibv_destroy_qp(rc), 0);
+	/* Detaching what is not attached: EINVAL. */
+	ck_assert_int_eq(ibv_detach_mcast(qp[0], &g, 0), EINVAL);
+	ck_assert_int_eq(ibv_attach_mcast(qp[0], &g, 0), 0);
+	ck_assert_int_eq(ibv_attach_mcast(qp[0], &g, 0), 0);	/* no-op */
+	ck_assert_int_eq(ibv_detach_mcast(qp[1], &g, 0), EINVAL);
+	ck_assert_int_eq(ibv_detach_mcast(qp[0], &g, 0), 0);
+	ck_assert_int_eq(ibv_detach_mcast(qp[0], &g, 0), EINVAL);
+	/* IPv6 multicast (ff15::1) is a group too. */
+	g = (union ibv_gid){ .raw = { 0xff, 0x15, [15] = 1 } };
+	ck_assert_int_eq(ibv_attach_mcast(qp[1], &g, 0), 0);
+	ck_assert_int_eq(ibv_detach_mcast(qp[1], &g, 0), 0);
+}
+END_TEST
+
+/*
+ * QPs 0 and 1 in group .1, QP 2 in group .2, QP 3 sends: 0 and 1 get one
+ * copy each, 2 none.  Then 1 detached, 0 destroyed: nobody but ... 2 for .2.
+ */
+START_TEST(one_process)
+{
+	union ibv_gid g1 = group(1), g2 = group(2);
+	int got[NQP] = { 0 }, i;
+	bool sent = false;
+
+	open_all();
+	ck_assert_int_eq(ibv_attach_mcast(qp[0], &g1, 0), 0);
+	ck_assert_int_eq(ibv_attach_mcast(qp[1], &g1, 0), 0);
+	ck_assert_int_eq(ibv_attach_mcast(qp[2], &g2, 0), 0);
+	for (i = 0; i < NQP; i++)
+		post_recv(i);
+	send_group(3, &g1, 1);
+	collect(300, got, &sent);
+	ck_assert(sent);
+	ck_assert_int_eq(got[0], 1);
+	ck_assert_int_eq(got[1], 1);
+	ck_assert_int_eq(got[2], 0);
+	ck_assert_int_eq(got[3], 0);
+	check_rx(0, &g1, 1);
+	check_rx(1, &g1, 1);
+
+	/* 1 detached, 0 destroyed: a SEND to .1 reaches nobody. */
+	post_recv(0);
+	post_recv(1);
+	ck_assert_int_eq(ibv_detach_mcast(qp[1], &g1, 0), 0);
+	ck_assert_int_eq(ibv_destroy_qp(qp[0]), 0);
+	qp[0] = NULL;
+	memset(got, 0, sizeof(got));
+	sent = false;
+	send_group(3, &g1, 2);
+	collect(200, got, &sent);
+	ck_assert(sent);
+	ck_assert_int_eq(got[1] + got[2] + got[3], 0);
+	/* ... and .2 still reaches QP 2, the sender itself may be a member. */
+	ck_assert_int_eq(ibv_attach_mcast(qp[3], &g2, 0), 0);
+	post_recv(3);
+	sent = false;
+	send_group(3, &g2, 3);
+	collect(300, got, &sent);
+	ck_assert_int_eq(got[2], 1);
+	ck_assert_int_eq(got[3], 1);
+	ck_assert_int_eq(got[1], 0);
+	check_rx(2, &g2, 3);
+}
+END_TEST
+
+/*
+ * Another process: the child attaches QP 0 to .1 and waits for one
+ * receive; the parent's QP 0 is attached too, QP 1 sends.  Both get the
+ * SEND once.
+ */
+START_TEST(two_processes)
+{
+	union ibv_gid g1 = group(1);
+	int up[2], got[NQP] = { 0 }, status;
+	bool sent = false;
+	char c = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(up), 0);
+	pid = tu_fork(20);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* Its own instance: open after the fork. */
+		close(up[0]);
+		open_all();
+		if (ibv_attach_mcast(qp[0], &g1, 0))
+			_exit(2);
+		post_recv(0);
+		if (write(up[1], "r", 1) != 1)
+			_exit(3);
+		collect(2000, got, &sent);
+		if (got[0] != 1 || got[1] || got[2] || got[3])
+			_exit(4);
+		check_rx(0, &g1, 7);
+		close_all();
+		_exit(0);
+	}
+	close(up[1]);
+	open_all();
+	ck_assert_int_eq(ibv_attach_mcast(qp[0], &g1, 0), 0);
+	post_recv(0);
+	post_recv(1);
+	if (tu_read_full(up[0], &c, 1, 10000))
+		ck_abort_msg("child not ready: exit %d",
+			     tu_exit_code(tu_wait_child(pid, 1000)));
+	send_group(1, &g1, 7);
+	collect(300, got, &sent);
+	ck_assert(sent);
+	ck_assert_int_eq(got[0], 1);
+	ck_assert_int_eq(got[1], 0);
+	check_rx(0, &g1, 7);
+	status = tu_wait_child(pid, 10000);
+	ck_assert_int_eq(tu_exit_code(status), 0);
+	close(up[0]);
+}
+END_TEST
+
+/*
+ * A member that died attached (its slot's lock gone with it) does not
+ * keep the group: a later sender's copies go only to the living, and
+ * the next claimant of its slot drops its records.
+ */
+START_TEST(dead_member)
+{
+	union ibv_gid g1 = group(1);
+	int up[2], got[NQP] = { 0 }, status;
+	bool sent = false;
+	char c = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(up), 0);
+	pid = tu_fork(20);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(up[0]);
+		open_all();
+		if (ibv_attach_mcast(qp[0], &g1, 0))
+			_exit(2);
+		if (write(up[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(up[1]);
+	ck_assert_int_eq(tu_read_full(up[0], &c, 1, 10000), 0);
+	tu_kill_child(pid);
+	(void)status;
+	open_all();		/* may take the dead child's slot */
+	ck_assert_int_eq(ibv_attach_mcast(qp[0], &g1, 0), 0);
+	post_recv(0);
+	send_group(1, &g1, 9);
+	collect(300, got, &sent);
+	ck_assert(sent);
+	ck_assert_int_eq(got[0], 1);
+	close(up[0]);
+}
+END_TEST
+
+static Suite *mcast_suite(void)
+{
+	Suite *s = suite_create("mcast");
+	TCase *tc = tcase_create("loopback");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, errors);
+	tcase_add_test(tc, one_process);
+	tcase_add_test(tc, two_processes);
+	tcase_add_test(tc, dead_member);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(mcast_suite());
+}
