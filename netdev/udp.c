@@ -150,6 +150,24 @@ static socklen_t local_addr(const struct urxe_udp *u, int fam, uint16_t port,
 	return sizeof(a->in);
 }
 
+/*
+ * A group's packets leave through the device's interface, and come back
+ * to the host's own members too (IP_MULTICAST_LOOP: QPs of this process
+ * attached to the group).  Best effort: without, multicast just fails.
+ */
+static void mcast_options(const struct urxe_udp *u, int fd, int fam)
+{
+	struct ip_mreqn m = { .imr_ifindex = u->ifindex };
+
+	if (fam == V4) {
+		setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof(m));
+		set_int(fd, IPPROTO_IP, IP_MULTICAST_LOOP, 1);
+	} else {
+		set_int(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, u->ifindex);
+		set_int(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 1);
+	}
+}
+
 /* Opens, configures and binds one socket; returns its socks index. */
 static int open_sock(struct urxe_udp *u, int fam, uint16_t port)
 {
@@ -168,6 +186,8 @@ static int open_sock(struct urxe_udp *u, int fam, uint16_t port)
 	rc = sock_options(fd, fam, !u->gso, !u->loopback);
 	if (rc)
 		goto err_close;
+	if (!u->loopback)
+		mcast_options(u, fd, fam);
 	alen = local_addr(u, fam, port, &a);
 	if (bind(fd, &a.sa, alen)) {
 		rc = -errno;
@@ -208,6 +228,32 @@ static int open_rx(struct urxe_udp *u, int fam, const struct urxe_udp_conf *c)
 		urxe_err("cannot bind UDP port %d on %s: %s", URXE_UDP_PORT,
 			 where, strerror(-rc));
 	return rc;
+}
+
+int urxe_udp_mcast(struct urxe_udp *u, const uint8_t *gid, bool join)
+{
+	int fam = gid_is_v4(gid) ? V4 : V6, fd;
+
+	if (u->loopback)
+		return -EOPNOTSUPP;
+	if (u->rx[fam] < 0)
+		return -EAFNOSUPPORT;
+	fd = u->socks[u->rx[fam]].fd;
+	if (fam == V4) {
+		struct ip_mreqn m = { .imr_ifindex = u->ifindex };
+
+		memcpy(&m.imr_multiaddr, gid + 12, 4);
+		return setsockopt(fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP :
+				  IP_DROP_MEMBERSHIP, &m, sizeof(m)) ? -errno : 0;
+	} else {
+		struct ipv6_mreq m = {
+			.ipv6mr_interface = (unsigned int)u->ifindex,
+		};
+
+		memcpy(&m.ipv6mr_multiaddr, gid, 16);
+		return setsockopt(fd, IPPROTO_IPV6, join ? IPV6_JOIN_GROUP :
+				  IPV6_LEAVE_GROUP, &m, sizeof(m)) ? -errno : 0;
+	}
 }
 
 static void close_tail(struct urxe_udp *u, unsigned int keep)

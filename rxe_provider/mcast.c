@@ -4,8 +4,9 @@
  * keeps the (group, QP) pairs and delivers; here the checks the kernel's
  * ib_attach_mcast() and rxe make, and, on loopback, the host-wide
  * registry (netdev/mcast.c) that tells senders which slots to copy a
- * group's packets to: an instance joins a group there with its first QP
- * attached to it and leaves with its last.
+ * group's packets to, on a real interface the receive socket's IP
+ * membership: an instance joins a group with its first QP attached to it
+ * and leaves with its last.
  */
 #include <errno.h>
 #include <string.h>
@@ -33,6 +34,20 @@ static bool dev_loopback(struct urxe_dev *dev)
 	return lo;
 }
 
+/*
+ * The instance joins or leaves @gid: on loopback in the registry, on a
+ * real interface on its receive socket (IP multicast through the kernel).
+ */
+static int instance_group(struct urxe_dev *dev, const union ibv_gid *gid,
+			  bool join)
+{
+	if (!dev_loopback(dev))
+		return urxe_udp_mcast(dev->udp, gid->raw, join);
+	if (join)
+		return urxe_mcast_join(dev->desc.rundir, &dev->slot, gid->raw);
+	return urxe_mcast_leave(dev->desc.rundir, &dev->slot, gid->raw);
+}
+
 int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 {
 	struct urxe_qp *qp;
@@ -44,17 +59,18 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	/* ib_attach_mcast(): UD QPs and multicast GIDs only. */
 	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
 		return -EINVAL;
-	/* No IP multicast on real interfaces yet (docs/limitations.md). */
-	if (!dev_loopback(qp->dev))
-		return -EOPNOTSUPP;
+	/* A QP binds the sockets: they are there. */
+	if (!qp->dev->udp)
+		return -ENOTCONN;
 	rc = urxe_engine_mcast_attach(&qp->e, gid, URXE_MAX_MCAST_GRP,
 				      URXE_MAX_MCAST_QP_ATTACH);
 	if (rc <= 0)
 		return rc;
-	rc = urxe_mcast_join(qp->dev->desc.rundir, &qp->dev->slot, gid->raw);
+	/* The group is new here: the instance joins it. */
+	rc = instance_group(qp->dev, gid, true);
 	if (rc)
 		urxe_engine_mcast_detach(&qp->e, gid);
-	return rc == -ENOSPC ? -ENOMEM : rc;
+	return rc == -ENOSPC || rc == -ENOBUFS ? -ENOMEM : rc;
 }
 
 int urxe_qp_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
@@ -71,7 +87,7 @@ int urxe_qp_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	if (rc <= 0)
 		return rc;
 	/* The group's last QP here left: so does the instance. */
-	urxe_mcast_leave(qp->dev->desc.rundir, &qp->dev->slot, gid->raw);
+	instance_group(qp->dev, gid, false);
 	return 0;
 }
 
@@ -81,8 +97,7 @@ void urxe_qp_mcast_detach_all(struct urxe_qp *qp)
 
 	while (!urxe_engine_mcast_first(&qp->e, &gid)) {
 		if (urxe_engine_mcast_detach(&qp->e, &gid) == 1)
-			urxe_mcast_leave(qp->dev->desc.rundir, &qp->dev->slot,
-					 gid.raw);
+			instance_group(qp->dev, &gid, false);
 	}
 }
 

@@ -256,6 +256,15 @@ unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds);
  */
 unsigned int urxe_udp_rcvbuf(struct urxe_udp *u);
 
+/*
+ * A real interface: joins (or leaves) the multicast group @gid (16 bytes,
+ * IPv4-mapped or IPv6) on the receive socket of its family, on the
+ * interface.  Sending to a group needs nothing: every socket sends
+ * through the interface and loops a copy back to the host's members.
+ * -EOPNOTSUPP on loopback (no IP multicast between slots: mcast.c).
+ */
+int urxe_udp_mcast(struct urxe_udp *u, const uint8_t *gid, bool join);
+
 /* One datagram to send: the RoCE bytes (BTH .. ICRC) in @iov. */
 struct urxe_udp_out {
 	const uint8_t *dst;		/* 16 bytes: a GID (IPv4-mapped or IPv6) */

@@ -410,8 +410,9 @@ int urxe_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 int urxe_qp_destroy(struct ibv_qp *qp);
 /*
  * ibv_attach_mcast(3), ibv_detach_mcast(3): UD QPs, multicast GIDs
- * (-EINVAL otherwise; detaching a group not attached too), loopback
- * devices (-EOPNOTSUPP on real interfaces), -ENOMEM past the limits.
+ * (-EINVAL otherwise; detaching a group not attached too), -ENOMEM past
+ * the limits.  Loopback: through the runtime directory's registry; a real
+ * interface: IP multicast (the receive socket joins the group).
  */
 int urxe_qp_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid);
 int urxe_qp_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid);

@@ -7,9 +7,15 @@
  * that is detached, attached to another group, or was destroyed; the GRH
  * names the group.  The errors: non-UD QP, unicast GID, detaching what is
  * not attached; a second attach is a no-op; the device advertises limits.
+ * On a real interface (root: a child in a network namespace of its own,
+ * a veth with 198.18.0.1): IP multicast to 239.255.0.1, looped back to
+ * the sender's host.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +38,7 @@ static struct ibv_cq *cq;
 static struct ibv_qp *qp[NQP];
 static uint8_t *buf;
 static struct ibv_mr *mr;
+static uint8_t sgid_v4;		/* the device's IPv4 GID's index */
 
 static union ibv_gid group(uint8_t last)
 {
@@ -94,6 +101,14 @@ static void open_all(void)
 	ck_assert(pd && cq && buf);
 	mr = ibv_reg_mr(pd, buf, (NQP + 1) * BUFSZ, IBV_ACCESS_LOCAL_WRITE);
 	ck_assert_ptr_nonnull(mr);
+	for (sgid_v4 = 0; sgid_v4 < 16; sgid_v4++) {
+		union ibv_gid g;
+
+		if (!ibv_query_gid(ctx, 1, sgid_v4, &g) && g.raw[10] == 0xff &&
+		    g.raw[11] == 0xff && g.raw[12])
+			break;
+	}
+	ck_assert_uint_lt(sgid_v4, 16);
 	for (i = 0; i < NQP; i++)
 		qp[i] = make_qp(IBV_QPT_UD);
 }
@@ -150,7 +165,7 @@ static void send_group(int i, const union ibv_gid *g, uint8_t tag)
 {
 	struct ibv_ah_attr av = {
 		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = *g, .hop_limit = 64 },
+		.grh = { .dgid = *g, .hop_limit = 64, .sgid_index = sgid_v4 },
 	};
 	struct ibv_ah *ah = ibv_create_ah(pd, &av);
 	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 6,
@@ -385,6 +400,88 @@ START_TEST(dead_member)
 }
 END_TEST
 
+/*
+ * A real interface, in a network namespace of a child's own: rxe0 on a
+ * veth with 198.18.0.1.  The receive socket joins the group, the SEND
+ * goes to 239.255.0.1 through the interface and comes back to the host's
+ * members (IP_MULTICAST_LOOP): QPs 0 and 1 get it once each, QP 2 (not
+ * attached) does not.  Returns 0, 77 (no namespace or veth) or 1.
+ */
+static char nsmsg[256];
+
+static int netns_case(void)
+{
+	union ibv_gid g1 = group(1);
+	int got[NQP] = { 0 }, rc;
+	bool sent = false;
+
+	if (unshare(CLONE_NEWNET)) {
+		snprintf(nsmsg, sizeof(nsmsg), "unshare: %s", strerror(errno));
+		return 77;
+	}
+	if (system("ip link add urxm0 type veth peer name urxm1 && "
+		   "ip addr add 198.18.0.1/24 dev urxm0 && "
+		   "ip link set urxm0 up && ip link set urxm1 up && "
+		   "ip link set lo up")) {
+		snprintf(nsmsg, sizeof(nsmsg), "no veth with 198.18.0.1");
+		return 77;
+	}
+	setenv("URXE_DEVICES", "rxe0 netdev urxm0", 1);
+	open_all();
+	rc = ibv_attach_mcast(qp[0], &g1, 0);
+	if (!rc)
+		rc = ibv_attach_mcast(qp[1], &g1, 0);
+	if (rc) {
+		snprintf(nsmsg, sizeof(nsmsg), "attach: %s", strerror(rc));
+		return 1;
+	}
+	post_recv(0);
+	post_recv(1);
+	post_recv(2);
+	send_group(3, &g1, 5);
+	collect(500, got, &sent);
+	if (!sent || got[0] != 1 || got[1] != 1 || got[2] || got[3]) {
+		snprintf(nsmsg, sizeof(nsmsg), "sent %d, got %d %d %d %d",
+			 sent, got[0], got[1], got[2], got[3]);
+		return 1;
+	}
+	check_rx(0, &g1, 5);
+	check_rx(1, &g1, 5);
+	close_all();
+	return 0;
+}
+
+START_TEST(real_interface)
+{
+	char msg[sizeof(nsmsg)] = "";
+	int pfd[2], code, status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = tu_fork(20);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		code = netns_case();
+		if (write(pfd[1], nsmsg, strlen(nsmsg)) < 0)
+			code = 1;
+		_exit(code);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	status = tu_wait_child(pid, 20000);
+	code = tu_exit_code(status);
+	if (code == 77) {
+		fprintf(stderr, "note: real interface case skipped: %s\n", msg);
+		return;
+	}
+	ck_assert_msg(code == 0, "real interface: %s (status %d)", msg, status);
+}
+END_TEST
+
 static Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
@@ -396,6 +493,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, one_process);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, dead_member);
+	tcase_add_test(tc, real_interface);
 	suite_add_tcase(s, tc);
 	return s;
 }
