@@ -39,6 +39,7 @@ static struct ibv_qp *qp[NQP];
 static uint8_t *buf;
 static struct ibv_mr *mr;
 static uint8_t sgid_v4;		/* the device's IPv4 GID's index */
+static uint8_t sgid_v6;		/* a global IPv6 GID's, or 16 */
 
 static union ibv_gid group(uint8_t last)
 {
@@ -109,6 +110,12 @@ static void open_all(void)
 			break;
 	}
 	ck_assert_uint_lt(sgid_v4, 16);
+	for (sgid_v6 = 0; sgid_v6 < 16; sgid_v6++) {
+		union ibv_gid g;
+
+		if (!ibv_query_gid(ctx, 1, sgid_v6, &g) && g.raw[0] == 0x20)
+			break;
+	}
 	for (i = 0; i < NQP; i++)
 		qp[i] = make_qp(IBV_QPT_UD);
 }
@@ -165,7 +172,8 @@ static void send_group(int i, const union ibv_gid *g, uint8_t tag)
 {
 	struct ibv_ah_attr av = {
 		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = *g, .hop_limit = 64, .sgid_index = sgid_v4 },
+		.grh = { .dgid = *g, .hop_limit = 64,
+			 .sgid_index = g->raw[0] == 0xff ? sgid_v6 : sgid_v4 },
 	};
 	struct ibv_ah *ah = ibv_create_ah(pd, &av);
 	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 6,
@@ -215,14 +223,17 @@ static void collect(int ms, int got[NQP], bool *sent)
 	}
 }
 
-/* The receive of QP @i: the payload, and the GRH's IPv4 destination. */
+/* The receive of QP @i: the payload, and the GRH's destination. */
 static void check_rx(int i, const union ibv_gid *g, uint8_t tag)
 {
 	const uint8_t *r = buf + (i + 1) * BUFSZ;
 
 	ck_assert_int_eq(memcmp(r + GRH_LEN, "hello", 5), 0);
 	ck_assert_uint_eq(r[GRH_LEN + 5], tag);
-	ck_assert_int_eq(memcmp(r + 20 + 16, g->raw + 12, 4), 0);
+	if (g->raw[0] == 0xff)		/* IPv6: the whole header */
+		ck_assert_int_eq(memcmp(r + 24, g->raw, 16), 0);
+	else
+		ck_assert_int_eq(memcmp(r + 20 + 16, g->raw + 12, 4), 0);
 }
 
 START_TEST(errors)
@@ -482,6 +493,162 @@ START_TEST(real_interface)
 }
 END_TEST
 
+/*
+ * Two hosts: namespaces of two children joined by a veth, 198.18.0.1 and
+ * 2001:db8::1 on the sender's urxm0, .2 and ::2 on the receiver's urxm1.
+ * The receiver's QPs 0 and 1 join 239.255.0.1, QP 2 ff15::1; the sender
+ * sends to each group once.  @step pipes: the receiver's namespace
+ * exists (r->s), the link is in it (s->r), the QPs are attached (r->s).
+ */
+struct hosts {
+	int made[2], moved[2], attached[2];
+};
+
+static int hosts_receiver(struct hosts *h)
+{
+	union ibv_gid g1 = group(1), g6 = { .raw = { 0xff, 0x15, [15] = 1 } };
+	int got[NQP] = { 0 }, rc;
+	bool sent = false;
+	char c;
+
+	if (unshare(CLONE_NEWNET)) {
+		snprintf(nsmsg, sizeof(nsmsg), "unshare: %s", strerror(errno));
+		return 77;
+	}
+	if (write(h->made[1], "m", 1) != 1 || tu_read_full(h->moved[0], &c, 1, 10000))
+		return 77;
+	if (system("ip addr add 198.18.0.2/24 dev urxm1 && "
+		   "ip addr add 2001:db8::2/64 dev urxm1 nodad && "
+		   "ip link set urxm1 up && ip link set lo up")) {
+		snprintf(nsmsg, sizeof(nsmsg), "receiver: no urxm1");
+		return 77;
+	}
+	setenv("URXE_DEVICES", "rxe0 netdev urxm1", 1);
+	open_all();
+	rc = ibv_attach_mcast(qp[0], &g1, 0);
+	rc = rc ? rc : ibv_attach_mcast(qp[1], &g1, 0);
+	rc = rc ? rc : ibv_attach_mcast(qp[2], &g6, 0);
+	if (rc) {
+		snprintf(nsmsg, sizeof(nsmsg), "attach: %s", strerror(rc));
+		return 1;
+	}
+	post_recv(0);
+	post_recv(1);
+	post_recv(2);
+	if (write(h->attached[1], "a", 1) != 1)
+		return 1;
+	collect(1500, got, &sent);
+	if (got[0] != 1 || got[1] != 1 || got[2] != 1 || got[3]) {
+		snprintf(nsmsg, sizeof(nsmsg), "receiver got %d %d %d %d",
+			 got[0], got[1], got[2], got[3]);
+		return 1;
+	}
+	check_rx(0, &g1, 1);
+	check_rx(2, &g6, 2);
+	close_all();
+	return 0;
+}
+
+static int hosts_sender(struct hosts *h, pid_t receiver)
+{
+	union ibv_gid g1 = group(1), g6 = { .raw = { 0xff, 0x15, [15] = 1 } };
+	int got[NQP] = { 0 };
+	bool sent = false;
+	char cmd[256], c;
+
+	if (unshare(CLONE_NEWNET) || tu_read_full(h->made[0], &c, 1, 10000))
+		return 77;
+	snprintf(cmd, sizeof(cmd),
+		 "ip link add urxm0 type veth peer name urxm1 && "
+		 "ip link set urxm1 netns %d && "
+		 "ip addr add 198.18.0.1/24 dev urxm0 && "
+		 "ip addr add 2001:db8::1/64 dev urxm0 nodad && "
+		 "ip link set urxm0 up && ip link set lo up", (int)receiver);
+	if (system(cmd)) {
+		snprintf(nsmsg, sizeof(nsmsg), "sender: no veth");
+		return 77;
+	}
+	if (write(h->moved[1], "v", 1) != 1 ||
+	    tu_read_full(h->attached[0], &c, 1, 10000))
+		return 77;
+	setenv("URXE_DEVICES", "rxe0 netdev urxm0", 1);
+	open_all();
+	if (sgid_v6 == 16) {
+		snprintf(nsmsg, sizeof(nsmsg), "sender: no IPv6 GID");
+		return 1;
+	}
+	send_group(3, &g1, 1);
+	collect(100, got, &sent);
+	send_group(3, &g6, 2);
+	collect(100, got, &sent);
+	close_all();
+	return 0;
+}
+
+static pid_t hosts_fork(int (*fn)(struct hosts *, pid_t), struct hosts *h,
+			pid_t peer, int *msg)
+{
+	pid_t pid;
+	int code;
+
+	if (pipe2(msg, O_CLOEXEC))
+		return -1;
+	pid = tu_fork(20);
+	if (pid == 0) {
+		close(msg[0]);
+		code = fn(h, peer);
+		if (write(msg[1], nsmsg, strlen(nsmsg)) < 0)
+			code = 1;
+		_exit(code);
+	}
+	close(msg[1]);
+	return pid;
+}
+
+static int receiver_fn(struct hosts *h, pid_t peer)
+{
+	(void)peer;
+	return hosts_receiver(h);
+}
+
+/* A child's exit code, its message in @msg. */
+static int hosts_wait(pid_t pid, int fd, char *msg, size_t cap)
+{
+	ssize_t n = read(fd, msg, cap - 1);
+
+	msg[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return tu_exit_code(tu_wait_child(pid, 20000));
+}
+
+START_TEST(two_hosts)
+{
+	char rmsg[sizeof(nsmsg)], smsg[sizeof(nsmsg)];
+	int rfd[2], sfd[2], rcode, scode;
+	struct hosts h;
+	pid_t r, s;
+
+	ck_assert_int_eq(pipe(h.made), 0);
+	ck_assert_int_eq(pipe(h.moved), 0);
+	ck_assert_int_eq(pipe(h.attached), 0);
+	r = hosts_fork(receiver_fn, &h, 0, rfd);
+	ck_assert_int_gt(r, 0);
+	s = hosts_fork(hosts_sender, &h, r, sfd);
+	ck_assert_int_gt(s, 0);
+	scode = hosts_wait(s, sfd[0], smsg, sizeof(smsg));
+	if (scode == 77)
+		tu_kill_child(r);
+	rcode = hosts_wait(r, rfd[0], rmsg, sizeof(rmsg));
+	if (scode == 77 || rcode == 77) {
+		fprintf(stderr, "note: two hosts case skipped: %s%s\n", smsg,
+			rmsg);
+		return;
+	}
+	ck_assert_msg(scode == 0, "sender: %s (%d)", smsg, scode);
+	ck_assert_msg(rcode == 0, "receiver: %s (%d)", rmsg, rcode);
+}
+END_TEST
+
 static Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
@@ -494,6 +661,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, dead_member);
 	tcase_add_test(tc, real_interface);
+	tcase_add_test(tc, two_hosts);
 	suite_add_tcase(s, tc);
 	return s;
 }
