@@ -9,6 +9,7 @@
  * and leaves with its last.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <urxe/provider.h>
@@ -33,6 +34,13 @@ static bool dev_loopback(struct urxe_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	return lo;
 }
+
+/*
+ * Serialises attach and detach in the process, so that an instance's
+ * join of a group (its first QP) and leave (its last) happen in the order
+ * of the engine's list changes.
+ */
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * The instance joins or leaves @gid: on loopback in the registry, on a
@@ -62,14 +70,16 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	/* A QP binds the sockets: they are there. */
 	if (!qp->dev->udp)
 		return -ENOTCONN;
+	pthread_mutex_lock(&attach_lock);
 	rc = urxe_engine_mcast_attach(&qp->e, gid, URXE_MAX_MCAST_GRP,
 				      URXE_MAX_MCAST_QP_ATTACH);
-	if (rc <= 0)
-		return rc;
-	/* The group is new here: the instance joins it. */
-	rc = instance_group(qp->dev, gid, true);
-	if (rc)
-		urxe_engine_mcast_detach(&qp->e, gid);
+	if (rc == 1) {
+		/* The group is new here: the instance joins it. */
+		rc = instance_group(qp->dev, gid, true);
+		if (rc)
+			urxe_engine_mcast_detach(&qp->e, gid);
+	}
+	pthread_mutex_unlock(&attach_lock);
 	return rc == -ENOSPC || rc == -ENOBUFS ? -ENOMEM : rc;
 }
 
@@ -83,22 +93,25 @@ int urxe_qp_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	qp = to_uqp(ibqp);
 	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
 		return -EINVAL;
+	pthread_mutex_lock(&attach_lock);
 	rc = urxe_engine_mcast_detach(&qp->e, gid);
-	if (rc <= 0)
-		return rc;
 	/* The group's last QP here left: so does the instance. */
-	instance_group(qp->dev, gid, false);
-	return 0;
+	if (rc == 1)
+		instance_group(qp->dev, gid, false);
+	pthread_mutex_unlock(&attach_lock);
+	return rc < 0 ? rc : 0;
 }
 
 void urxe_qp_mcast_detach_all(struct urxe_qp *qp)
 {
 	union ibv_gid gid;
 
+	pthread_mutex_lock(&attach_lock);
 	while (!urxe_engine_mcast_first(&qp->e, &gid)) {
 		if (urxe_engine_mcast_detach(&qp->e, &gid) == 1)
 			instance_group(qp->dev, &gid, false);
 	}
+	pthread_mutex_unlock(&attach_lock);
 }
 
 /* ---- sending on loopback: a copy to each member slot ---- */

@@ -9,7 +9,8 @@
  * not attached; a second attach is a no-op; the device advertises limits.
  * On a real interface (root: a child in a network namespace of its own,
  * a veth with 198.18.0.1): IP multicast to 239.255.0.1, looped back to
- * the sender's host.
+ * the sender's host; and between two namespaces joined by a veth, to
+ * 239.255.0.1 and ff15::1.
  */
 #include <check.h>
 #include <errno.h>
