@@ -8,9 +8,9 @@
  * <rundir>/mcast is a table of fixed records, changed under a whole-file
  * OFD write lock and read under a read lock.  A record names its writer's
  * pid: a slot's next claimant (the old holder died, its lock with it)
- * drops the records it inherited at its first join, and readers skip
- * records of slots nobody holds, so a process that dies attached leaves
- * nothing that matters.
+ * drops the records it inherited at its first join, readers skip records
+ * of slots nobody holds, and a join that finds the table full reclaims
+ * those, so a process that dies attached leaves nothing that matters.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,6 +98,13 @@ int urxe_mcast_join(const char *rundir, const struct urxe_slot *slot,
 			 !memcmp(t[i].gid, gid, 16))
 			r = &t[i];
 	}
+	/* Full: records of slots nobody holds any more make room. */
+	for (i = 0; !r && !free_rec && i < URXE_MCAST_REGISTRY; i++) {
+		if (urxe_slot_busy(rundir, t[i].slot) == 0) {
+			memset(&t[i], 0, sizeof(t[i]));
+			free_rec = &t[i];
+		}
+	}
 	rc = -ENOSPC;
 	if (!r && !free_rec)
 		goto out;
@@ -151,7 +158,8 @@ int urxe_mcast_members(const char *rundir, const uint8_t gid[16],
 		return fd;
 	close(fd);
 	for (i = 0; i < URXE_MCAST_REGISTRY && n < max; i++) {
-		if (!t[i].refs || memcmp(t[i].gid, gid, 16))
+		if (!t[i].refs || memcmp(t[i].gid, gid, 16) ||
+		    t[i].slot > URXE_SLOT_LAST || t[i].addr_index >= 62500)
 			continue;
 		/* A slot nobody holds: its member died attached. */
 		if (urxe_slot_busy(rundir, t[i].slot) != 1)

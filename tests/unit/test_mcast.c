@@ -24,6 +24,8 @@
 
 #include <infiniband/verbs.h>
 
+#include <urxe/netdev.h>
+
 #include "testutil.h"
 
 #define QKEY 0x11111111u
@@ -650,6 +652,50 @@ START_TEST(two_hosts)
 }
 END_TEST
 
+/*
+ * The registry itself (netdev/mcast.c): members are the live slots joined;
+ * leaving what was not joined is -ENOENT; a full table is -ENOSPC until
+ * records of a slot nobody holds any more make room.
+ */
+START_TEST(registry)
+{
+	struct urxe_slot a, b;
+	unsigned int idx[4], i;
+	uint8_t g[16] = { [10] = 0xff, [11] = 0xff, 239, 255 };
+
+	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &b), 0);
+	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &a), 0);
+	ck_assert_int_eq(urxe_mcast_members(sb.rundir, g, idx, 4), 0);
+	ck_assert_int_eq(urxe_mcast_leave(sb.rundir, &a, g), -ENOENT);
+	/* a fills the table, one group per record */
+	for (i = 0; i < URXE_MCAST_REGISTRY; i++) {
+		g[14] = (uint8_t)(i >> 8);
+		g[15] = (uint8_t)i;
+		ck_assert_int_eq(urxe_mcast_join(sb.rundir, &a, g), 0);
+	}
+	ck_assert_int_eq(urxe_mcast_members(sb.rundir, g, idx, 4), 1);
+	ck_assert_uint_eq(idx[0], a.addr_index);
+	g[14] = 0xff;
+	ck_assert_int_eq(urxe_mcast_join(sb.rundir, &b, g), -ENOSPC);
+	/* a second reference to a record needs no room */
+	g[14] = 0;
+	g[15] = 1;
+	ck_assert_int_eq(urxe_mcast_join(sb.rundir, &a, g), 0);
+	ck_assert_int_eq(urxe_mcast_leave(sb.rundir, &a, g), 0);
+	ck_assert_int_eq(urxe_mcast_members(sb.rundir, g, idx, 4), 1);
+	/* a goes without leaving: its records no longer count, nor fill */
+	urxe_slot_release(&a);
+	ck_assert_int_eq(urxe_mcast_members(sb.rundir, g, idx, 4), 0);
+	g[14] = 0xff;
+	ck_assert_int_eq(urxe_mcast_join(sb.rundir, &b, g), 0);
+	ck_assert_int_eq(urxe_mcast_members(sb.rundir, g, idx, 4), 1);
+	ck_assert_uint_eq(idx[0], b.addr_index);
+	ck_assert_int_eq(urxe_mcast_leave(sb.rundir, &b, g), 0);
+	ck_assert_int_eq(urxe_mcast_members(sb.rundir, g, idx, 4), 0);
+	urxe_slot_release(&b);
+}
+END_TEST
+
 static Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
@@ -657,6 +703,7 @@ static Suite *mcast_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, registry);
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, one_process);
 	tcase_add_test(tc, two_processes);
