@@ -49,6 +49,9 @@ static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 static int instance_group(struct urxe_dev *dev, const union ibv_gid *gid,
 			  bool join)
 {
+	/* Inherited across fork(): the parent's memberships stay its own. */
+	if (dev->dead)
+		return join ? -EIO : 0;
 	if (!dev_loopback(dev))
 		return urxe_udp_mcast(dev->udp, gid->raw, join);
 	if (join)
@@ -67,6 +70,8 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	/* ib_attach_mcast(): UD QPs and multicast GIDs only. */
 	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
 		return -EINVAL;
+	if (qp->dev->dead)
+		return -EIO;			/* as every verb of a dead instance */
 	/* A QP binds the sockets: they are there. */
 	if (!qp->dev->udp)
 		return -ENOTCONN;
@@ -93,6 +98,8 @@ int urxe_qp_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	qp = to_uqp(ibqp);
 	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
 		return -EINVAL;
+	if (qp->dev->dead)
+		return -EIO;
 	pthread_mutex_lock(&attach_lock);
 	rc = urxe_engine_mcast_detach(&qp->e, gid);
 	/* The group's last QP here left: so does the instance. */

@@ -374,6 +374,39 @@ START_TEST(two_processes)
 END_TEST
 
 /*
+ * fork(): the child's inherited instance is dead, its QPs can neither
+ * join nor leave (EIO); the parent's QP keeps receiving.
+ */
+START_TEST(fork_child)
+{
+	union ibv_gid g1 = group(1), g2 = group(2);
+	int got[NQP] = { 0 }, status;
+	bool sent = false;
+	pid_t pid;
+
+	open_all();
+	ck_assert_int_eq(ibv_attach_mcast(qp[0], &g1, 0), 0);
+	pid = tu_fork(20);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (ibv_attach_mcast(qp[1], &g2, 0) != EIO)
+			_exit(2);
+		if (ibv_detach_mcast(qp[0], &g1, 0) != EIO)
+			_exit(3);
+		_exit(0);
+	}
+	status = tu_wait_child(pid, 10000);
+	ck_assert_int_eq(tu_exit_code(status), 0);
+	post_recv(0);
+	send_group(1, &g1, 4);
+	collect(300, got, &sent);
+	ck_assert(sent);
+	ck_assert_int_eq(got[0], 1);
+	check_rx(0, &g1, 4);
+}
+END_TEST
+
+/*
  * A member that died attached (its slot's lock gone with it) does not
  * keep the group: a later sender's copies go only to the living, and
  * the next claimant of its slot drops its records.
@@ -708,6 +741,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, one_process);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, dead_member);
+	tcase_add_test(tc, fork_child);
 	tcase_add_test(tc, real_interface);
 	tcase_add_test(tc, two_hosts);
 	suite_add_tcase(s, tc);
