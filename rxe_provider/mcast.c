@@ -123,8 +123,6 @@ void urxe_qp_mcast_detach_all(struct urxe_qp *qp)
 
 /* ---- sending on loopback: a copy to each member slot ---- */
 
-#define FANOUT_MAX 64
-
 bool urxe_dev_mcast_pkt(struct urxe_dev *dev, const struct urxe_pkt *p)
 {
 	return dev->iface.loopback && gid_is_mcast(&p->dgid);
@@ -133,34 +131,25 @@ bool urxe_dev_mcast_pkt(struct urxe_dev *dev, const struct urxe_pkt *p)
 /*
  * The copies keep the packet as the engine built it, ICRC included: it
  * was computed for the group address, which tells the receiver the group
- * (qp_engine/mcast.c).  One that cannot go is lost, as UD allows.
+ * (qp_engine/mcast.c).
  */
-void urxe_dev_mcast_xmit(struct urxe_dev *dev, const struct urxe_pkt *p)
+unsigned int urxe_dev_mcast_copies(struct urxe_dev *dev,
+				   const struct urxe_pkt *p,
+				   union ibv_gid *dst,
+				   unsigned int max)
 {
-	unsigned int idx[FANOUT_MAX], i;
-	union ibv_gid dst[FANOUT_MAX];
-	struct urxe_udp_out out[FANOUT_MAX];
+	unsigned int idx[64], i;
 	struct in_addr a;
-	int n, rc;
+	int n;
 
-	n = urxe_mcast_members(dev->desc.rundir, p->dgid.raw, idx, FANOUT_MAX);
+	if (max > 64)
+		max = 64;
+	n = urxe_mcast_members(dev->desc.rundir, p->dgid.raw, idx, max);
 	for (i = 0; n > 0 && i < (unsigned int)n; i++) {
 		a = urxe_slot_loopback_addr(idx[i]);
 		memset(&dst[i], 0, sizeof(dst[i]));
 		dst[i].raw[10] = dst[i].raw[11] = 0xff;
 		memcpy(dst[i].raw + 12, &a, 4);
-		memset(&out[i], 0, sizeof(out[i]));
-		out[i].dst = dst[i].raw;
-		out[i].src = p->sgid.raw;
-		out[i].sport = p->sport;
-		out[i].tos = p->tclass;
-		out[i].iov = p->iov;
-		out[i].niov = p->niov;
 	}
-	for (i = 0; n > 0 && i < (unsigned int)n;) {
-		rc = urxe_udp_send(dev->udp, out + i, (unsigned int)n - i, NULL);
-		if (rc == -EAGAIN)
-			break;
-		i += rc < 0 ? 1 : (unsigned int)rc;
-	}
+	return n > 0 ? (unsigned int)n : 0;
 }

@@ -105,11 +105,14 @@ void urxe_import_del_mr(struct urxe_mr *mr);
 /* qp_ex.c: frees the batch state of a QP being destroyed. */
 void urxe_qpx_fini(struct urxe_qp *qp);
 /*
- * Loopback multicast: whether @p goes to a group, and sending it (a copy
- * to each slot the registry lists).
+ * Loopback multicast: whether @p goes to a group, and where its copies go
+ * (the slots the registry lists, at most @max, 64): their addresses in
+ * @dst, returns how many.
  */
 bool urxe_dev_mcast_pkt(struct urxe_dev *dev, const struct urxe_pkt *p);
-void urxe_dev_mcast_xmit(struct urxe_dev *dev, const struct urxe_pkt *p);
+unsigned int urxe_dev_mcast_copies(struct urxe_dev *dev,
+				   const struct urxe_pkt *p,
+				   union ibv_gid *dst, unsigned int max);
 /* Detaches @qp from every group (destroy, after the engine let it go). */
 void urxe_qp_mcast_detach_all(struct urxe_qp *qp);
 

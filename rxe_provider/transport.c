@@ -385,6 +385,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 	struct urxe_dev *dev = priv;
 	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH];
 	struct iovec iov[2 * URXE_DEV_TX_BATCH];
+	union ibv_gid mdst[2 * URXE_DEV_TX_BATCH];
 	static __thread struct gso_batch gb;
 	struct urxe_udp_out *send = out;
 	const struct seg *segs;
@@ -396,15 +397,20 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		return -ENOTCONN;
 	if (n > URXE_DEV_TX_BATCH)
 		n = URXE_DEV_TX_BATCH;
-	/* Loopback multicast goes alone, as copies (mcast.c). */
-	if (urxe_dev_mcast_pkt(dev, &pkts[0])) {
-		urxe_dev_mcast_xmit(dev, &pkts[0]);
-		return 1;
-	}
+	/* Loopback multicast goes alone, as a copy per member (mcast.c). */
 	for (i = 1; i < n; i++)
 		if (urxe_dev_mcast_pkt(dev, &pkts[i]))
 			n = i;
-	if (dev->faults) {
+	if (urxe_dev_mcast_pkt(dev, &pkts[0])) {
+		n = 1;
+		k = urxe_dev_mcast_copies(dev, &pkts[0], mdst,
+					  2 * URXE_DEV_TX_BATCH);
+		for (i = 0; i < k; i++)
+			out_from_pkt(&out[i], &pkts[0], pkts[0].iov,
+				     pkts[0].niov);
+		for (i = 0; i < k; i++)
+			out[i].dst = mdst[i].raw;
+	} else if (dev->faults) {
 		k = apply_faults(dev, pkts, n, out, iov);
 	} else {
 		for (i = 0; i < n; i++)
