@@ -117,6 +117,9 @@ static int ctx_open(struct urxe_ibdev *ibdev, int cmd_fd, struct urxe_ctx **out)
 		goto err_cmd;
 	c->vctx.context.async_fd = c->async.rd;
 	c->async_wr = c->async.wr;
+	if (urxe_dev_async_add(c->dev, &c->async))
+		urxe_warn("%s: out of memory: this context gets no port events",
+			  ibdev->desc.name);
 	c->vctx.context.device = &ibdev->ibv;
 	c->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
@@ -192,6 +195,7 @@ URXE_EXPORT int ibv_close_device(struct ibv_context *context)
 	ctx_list_del(c);
 	urxe_pd_release_imports(context);
 	close(context->cmd_fd);
+	urxe_dev_async_del(c->dev, &c->async);
 	urxe_evpipe_fini(&c->async);
 	pthread_mutex_destroy(&context->mutex);
 	urxe_dev_put(c->dev);

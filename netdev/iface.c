@@ -9,6 +9,7 @@
 #include <net/if_arp.h>
 #include <linux/rtnetlink.h>
 #include <libmnl/libmnl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -198,4 +199,57 @@ int urxe_iface_query(const char *name, struct urxe_iface *out)
 		rc = query_addrs(&q, AF_INET6, out);
 	mnl_socket_close(q.nl);
 	return rc;
+}
+
+/* ---- link changes (port events) ---- */
+
+struct urxe_iface_watch {
+	struct mnl_socket *nl;
+	char buf[32768];		/* as nl_query: a message fits */
+};
+
+int urxe_iface_watch_open(struct urxe_iface_watch **out)
+{
+	struct urxe_iface_watch *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	w->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (!w->nl) {
+		rc = -errno;
+		free(w);
+		return rc;
+	}
+	if (mnl_socket_bind(w->nl, RTMGRP_LINK, MNL_SOCKET_AUTOPID) < 0) {
+		rc = -errno;
+		mnl_socket_close(w->nl);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int urxe_iface_watch_fd(const struct urxe_iface_watch *w)
+{
+	return mnl_socket_get_fd(w->nl);
+}
+
+bool urxe_iface_watch_drain(struct urxe_iface_watch *w)
+{
+	bool any = false;
+
+	/* What changed is read back with urxe_iface_query(): only count. */
+	while (mnl_socket_recvfrom(w->nl, w->buf, sizeof(w->buf)) > 0)
+		any = true;
+	return any;
+}
+
+void urxe_iface_watch_close(struct urxe_iface_watch *w)
+{
+	if (!w)
+		return;
+	mnl_socket_close(w->nl);
+	free(w);
 }

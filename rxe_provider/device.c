@@ -122,6 +122,10 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	rc = urxe_dev_transport_init(dev);
 	if (rc)
 		goto err_stats;
+	/* Port events are a courtesy: without a watch the device works. */
+	dev->port_active = dev->iface.up && dev->iface.running;
+	if (urxe_iface_watch_open(&dev->link))
+		dev->link = NULL;
 	dev->refcnt = 1;
 	urxe_dbg("%s: instance on %s, slot %u", desc->name, desc->netdev,
 		 dev->slot.index);
@@ -136,6 +140,65 @@ err_free:
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 	return rc;
+}
+
+int urxe_dev_async_add(struct urxe_dev *dev, struct urxe_evpipe *p)
+{
+	struct urxe_evpipe **a;
+
+	pthread_mutex_lock(&dev->lock);
+	a = realloc(dev->asyncs, (dev->nasyncs + 1) * sizeof(*a));
+	if (a) {
+		a[dev->nasyncs++] = p;
+		dev->asyncs = a;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return a ? 0 : -ENOMEM;
+}
+
+void urxe_dev_async_del(struct urxe_dev *dev, struct urxe_evpipe *p)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < dev->nasyncs; i++) {
+		if (dev->asyncs[i] == p) {
+			dev->asyncs[i] = dev->asyncs[--dev->nasyncs];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/*
+ * The port follows the interface: ACTIVE while it is up and running (as
+ * ibv_query_port says), and each change is an event to every context, as
+ * kernel rxe raises them when its netdev goes up or down.
+ */
+void urxe_dev_link_check(struct urxe_dev *dev)
+{
+	struct ibv_async_event ev = { .element.port_num = 1 };
+	unsigned int i;
+	bool active;
+
+	if (dev->dead || !dev->link || !urxe_iface_watch_drain(dev->link))
+		return;
+	pthread_mutex_lock(&dev->lock);
+	if (refresh_locked(dev) && dev->iface.up) {
+		/* Gone from the namespace: as down. */
+		dev->iface.up = false;
+		dev->iface.running = false;
+	}
+	active = dev->iface.up && dev->iface.running;
+	if (active != dev->port_active) {
+		dev->port_active = active;
+		ev.event_type = active ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+		urxe_info("%s: port 1 %s (%s)", dev->desc.name,
+			  active ? "active" : "down", dev->desc.netdev);
+		for (i = 0; i < dev->nasyncs; i++)
+			urxe_evpipe_post(dev->asyncs[i], &ev);
+	}
+	pthread_mutex_unlock(&dev->lock);
 }
 
 int urxe_dev_get(const struct urxe_dev_desc *desc, struct urxe_dev **out)
@@ -179,6 +242,8 @@ void urxe_dev_put(struct urxe_dev *dev)
 	}
 	pthread_mutex_unlock(&instances_lock);
 	urxe_dev_transport_fini(dev);
+	urxe_iface_watch_close(dev->link);
+	free(dev->asyncs);
 	/* Detached before the slot goes: the next claimant zeroes the record. */
 	urxe_stats_detach(dev->stats);
 	urxe_slot_release(&dev->slot);
@@ -236,10 +301,11 @@ int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
 	/*
 	 * Only what works: the responder sends RNR NAKs (IBA 9.7.5.2.8),
 	 * SRQs resize (ibv_modify_srq(3)), memory windows of types 1 and 2B
-	 * (as kernel rxe).  Not PORT_ACTIVE_EVENT (no port events are
-	 * raised), XRC, AUTO_PATH_MIG: bits come as the features land.
+	 * (as kernel rxe), port events.  Not XRC, AUTO_PATH_MIG: bits come
+	 * as the features land.
 	 */
 	a->device_cap_flags = IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_MEM_WINDOW |

@@ -119,8 +119,18 @@ int urxe_evpipe_get(struct urxe_evpipe *p, struct urxe_dev *dev, void *rec)
 		fl = fcntl(p->rd, F_GETFL);
 		if (fl < 0)
 			return -errno;
-		if (fl & O_NONBLOCK)
+		if (fl & O_NONBLOCK) {
+			/* A link change waiting becomes a port event now. */
+			if (dev && dev->link && !dev->dead) {
+				urxe_dev_link_check(dev);
+				pthread_mutex_lock(&p->lock);
+				rc = take_locked(p, rec);
+				pthread_mutex_unlock(&p->lock);
+				if (rc)
+					return rc < 0 ? rc : 0;
+			}
 			return -EAGAIN;
+		}
 		rc = urxe_dev_wait_fd(dev, p->rd, -1);
 		if (rc < 0 && rc != -EINTR)
 			return rc;

@@ -667,7 +667,7 @@ int urxe_dev_bind(struct urxe_dev *dev)
 
 int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms)
 {
-	struct pollfd pfd[1 + URXE_UDP_MAX_FDS];
+	struct pollfd pfd[2 + URXE_UDP_MAX_FDS];
 	uint64_t end = timeout_ms < 0 ? UINT64_MAX :
 		       dev_now(dev) + (uint64_t)timeout_ms * 1000000ull;
 	unsigned int i, n;
@@ -694,9 +694,18 @@ int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms)
 				pfd[n].events = POLLIN;
 			}
 		}
+		/* Link changes become port events while someone waits. */
+		if (!dev->dead && dev->link) {
+			pfd[n].fd = urxe_iface_watch_fd(dev->link);
+			pfd[n].events = POLLIN;
+			n++;
+		}
 		rc = poll(pfd, n, wait);
 		if (rc < 0 && errno != EINTR)
 			return -errno;
+		if (rc > 0 && !dev->dead && dev->link &&
+		    (pfd[n - 1].revents & POLLIN))
+			urxe_dev_link_check(dev);
 		if (rc > 0 && (pfd[0].revents & (POLLIN | POLLERR | POLLHUP)))
 			return 1;
 		/* Sockets or timers: do the work ourselves, no wake-up needed. */

@@ -43,6 +43,17 @@ struct urxe_iface {
  */
 int urxe_iface_query(const char *name, struct urxe_iface *out);
 
+/*
+ * Link changes: a non-blocking rtnetlink socket subscribed to link
+ * messages.  urxe_iface_watch_drain() reads what is waiting and says
+ * whether anything was; the caller then queries the interface again.
+ */
+struct urxe_iface_watch;
+int urxe_iface_watch_open(struct urxe_iface_watch **out);
+int urxe_iface_watch_fd(const struct urxe_iface_watch *w);
+bool urxe_iface_watch_drain(struct urxe_iface_watch *w);
+void urxe_iface_watch_close(struct urxe_iface_watch *w);
+
 /* Host-wide slots: byte k of one lock file, held with an OFD lock. */
 #define URXE_SLOT_FIRST 1
 #define URXE_SLOT_LAST 1022	/* QPN = slot << 14 | index stays < 0xFFFFFF */

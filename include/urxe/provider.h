@@ -70,7 +70,25 @@ struct urxe_dev {
 	bool gso;			/* send runs of packets as one (UDP GSO) */
 	unsigned int gso_failures;	/* GSO sends refused in a row */
 	atomic_int nsrq;		/* SRQs that exist (max_srq) */
+	/* port events: link changes, and the contexts' async pipes (lock) */
+	struct urxe_iface_watch *link;	/* NULL: no events */
+	bool port_active;		/* as last reported */
+	struct urxe_evpipe **asyncs;
+	unsigned int nasyncs;
 };
+
+/*
+ * A context's async pipe receives the device's port events
+ * (IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR) while registered.
+ */
+int urxe_dev_async_add(struct urxe_dev *dev, struct urxe_evpipe *p);
+void urxe_dev_async_del(struct urxe_dev *dev, struct urxe_evpipe *p);
+/*
+ * Reads link changes (non-blocking) and posts a port event to every
+ * registered pipe when the port's state changed.  Called by threads
+ * waiting in ibv_get_async_event (and the other waits).
+ */
+void urxe_dev_link_check(struct urxe_dev *dev);
 
 /* Looks up or creates this process's instance of @desc. */
 int urxe_dev_get(const struct urxe_dev_desc *desc, struct urxe_dev **out);

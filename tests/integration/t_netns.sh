@@ -8,7 +8,10 @@
 # IPv4 address at index 1, then the IPv6 ones, all RoCE v2; the active MTU
 # follows the link MTU (largest IB MTU <= MTU - 80); the port goes DOWN
 # with the link; a device whose interface is not in the namespace is not
-# listed.  Root builds the namespaces (else skip).
+# listed; Debian's ibv_asyncwatch, holding a context meanwhile, gets
+# IBV_EVENT_PORT_ERR and IBV_EVENT_PORT_ACTIVE as the link goes down and
+# comes back (its own, and the peer's carrier).  Root builds the
+# namespaces (else skip).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
@@ -102,5 +105,32 @@ active_again() {
 	[ "$(port_state up)" = PORT_ACTIVE ]
 }
 check "link up again: PORT_ACTIVE" wait_for 10 active_again
+
+# --- port events -------------------------------------------------------------
+
+# events_seen N: ibv_asyncwatch has printed at least N port events.
+# shellcheck disable=SC2317 # called through wait_for
+events_seen() {
+	[ "$(grep -c 'event_type IBV_EVENT_PORT_' "$(out asyncwatch)")" -ge "$1" ]
+}
+# (It flushes each line: what it printed survives the signal that stops it.)
+bg_user asyncwatch ns_user "$A" "$DEV" "$URXE" run -- ibv_asyncwatch -d rxe0
+aw=$BG_PID
+wait_for 10 grep -q 'async event FD' "$(out asyncwatch)" ||
+	fail "ibv_asyncwatch did not start: $(head -n 3 "$(err asyncwatch)")"
+ip -n "$A" link set vethA down
+check "link down: IBV_EVENT_PORT_ERR" wait_for 10 events_seen 1
+ip -n "$A" link set vethA up
+check "link up: IBV_EVENT_PORT_ACTIVE" wait_for 10 events_seen 2
+ip -n "$NB" link set vethB down
+check "peer down (carrier lost): a third event" wait_for 10 events_seen 3
+ip -n "$NB" link set vethB up
+check "peer up: a fourth event" wait_for 10 events_seen 4
+stop_pid "$aw"
+want=$(printf '%s\n' ERR ACTIVE ERR ACTIVE)
+got=$(sed -En 's/^ *event_type IBV_EVENT_PORT_([A-Z]+) \([0-9]+\), port 1$/\1/p' \
+	"$(out asyncwatch)")
+check "the events, in order, are PORT_ERR, PORT_ACTIVE, PORT_ERR, PORT_ACTIVE on port 1 (got: $(echo $got))" \
+	test "$got" = "$want"
 
 finish
