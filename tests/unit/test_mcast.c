@@ -27,6 +27,7 @@
 #include <urxe/netdev.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 #define QKEY 0x11111111u
 #define GRH_LEN 40
@@ -50,22 +51,6 @@ static union ibv_gid group(uint8_t last)
 				     239, 255, 0, last } };
 
 	return g;
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *c = NULL;
-	int i;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return c;
 }
 
 static struct ibv_qp *make_qp(enum ibv_qp_type type)

@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 static struct tu_sandbox sb;
 static struct ibv_context *ctx;
@@ -34,22 +35,6 @@ struct pair {
 	struct ibv_mr *mra;		/* A's buffer: sources, READ targets */
 	uint8_t bufa[4096] __attribute__((aligned(64)));
 };
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *c = NULL;
-	int i;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return c;
-}
 
 static void setup(void)
 {

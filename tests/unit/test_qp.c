@@ -27,6 +27,7 @@
 #include <urxe/provider.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 #define N_OBJ 8
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -38,22 +39,6 @@ static struct ibv_cq *cq;
 static union ibv_gid gid0;
 static struct ibv_qp *qps[N_OBJ];
 static struct ibv_ah *ahs[N_OBJ];
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *c = NULL;
-	int i;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return c;
-}
 
 static void setup(void)
 {

@@ -25,6 +25,7 @@
 #include <infiniband/verbs.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 #define WC_STD (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 		IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
@@ -40,22 +41,6 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq_ex *cqx;
 static union ibv_gid gid0;
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *c = NULL;
-	int i;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return c;
-}
 
 static struct ibv_cq_ex *make_cqx(uint64_t wc_flags)
 {

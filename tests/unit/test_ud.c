@@ -25,6 +25,7 @@
 #include <infiniband/verbs.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 #define QKEY 0x11111111u
 #define GRH_LEN 40
@@ -38,22 +39,6 @@ static union ibv_gid gid0;
 static struct ibv_qp *u1, *u2;
 static uint8_t *sbuf, *rbuf;
 static struct ibv_mr *smr, *rmr;
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *c = NULL;
-	int i;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return c;
-}
 
 static struct ibv_qp *make_ud(uint32_t qkey)
 {

@@ -22,6 +22,7 @@
 #include <urxe/provider.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 static struct tu_sandbox sb;
 static struct ibv_context *ctx;
@@ -30,22 +31,6 @@ static char *fa, *fb;		/* two files, each an XRC domain's name */
 
 /* Handles a test has open: a failed test's are closed by teardown. */
 static struct ibv_xrcd *handles[16];
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *c = NULL;
-	int i;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return c;
-}
 
 static void setup(void)
 {
