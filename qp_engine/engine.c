@@ -194,6 +194,13 @@ static void window_update(struct urxe_engine *eng)
 	eng->window = w;
 }
 
+void urxe_engine_set_read_window(struct urxe_engine *eng, uint32_t pkts)
+{
+	pthread_mutex_lock(&eng->lock);
+	eng->read_window = pkts;
+	pthread_mutex_unlock(&eng->lock);
+}
+
 void urxe_engine_set_budget(struct urxe_engine *eng, uint32_t pkts)
 {
 	pthread_mutex_lock(&eng->lock);

@@ -94,6 +94,7 @@ struct urxe_engine {
 	/* packets in flight: all QPs' (0: no budget), and each QP's share */
 	uint32_t budget_pkts;
 	uint32_t window;
+	uint32_t read_window;		/* READ answers awaited at most (0: window) */
 	/* receive completions made by this engine so far (under the lock) */
 	uint64_t cqes;
 	/* when a poller left ACKs owed (0: none); cleared by the next pass */

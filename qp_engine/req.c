@@ -14,6 +14,13 @@
 #include "engine_int.h"
 #include "psn.h"
 
+/* How many READ answer packets may be awaited (and asked for at once). */
+static uint32_t read_window(const struct urxe_engine *eng)
+{
+	return eng->read_window && eng->read_window < eng->window ?
+	       eng->read_window : eng->window;
+}
+
 uint32_t urxe_wqe_pkts(const struct urxe_eqp *qp,
 		       const struct urxe_send_wqe *wqe)
 {
@@ -250,7 +257,7 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		 * drops it (IBA 9.7.5.1.3; kernel rxe does).
 		 */
 		if (!wqe->piece)
-			wqe->piece = qp->eng->window * mtu;
+			wqe->piece = read_window(qp->eng) * mtu;
 		piece = wqe->piece;
 		end = (wqe->sent / piece + 1) * piece;
 		op = URXE_OP_READ_REQ;
@@ -290,7 +297,7 @@ static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 	if (is_rd_atomic(wqe)) {
 		if (qp->rd_outstanding >= max_rd)
 			return false;
-		if (qp->resp_pkts >= qp->eng->window)
+		if (qp->resp_pkts >= read_window(qp->eng))
 			return false;
 	}
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs and atomics. */

@@ -22,6 +22,7 @@
 
 #define URXE_DEV_TX_BATCH 32
 #define URXE_BUDGET_PKT_BYTES 4096
+#define URXE_WINDOW_READ_REAL 32
 /*
  * One GSO send: at most this many bytes (an IPv4 datagram's payload is
  * at most 65507) and segments; 15 packets of a 4096-byte MTU fit.
@@ -629,6 +630,14 @@ static int bind_locked(struct urxe_dev *dev)
 	 */
 	urxe_engine_set_budget(dev->eng, urxe_udp_rcvbuf(dev->udp) /
 					 (2 * URXE_BUDGET_PKT_BYTES));
+	/*
+	 * On a real interface READ answers come from any peer (kernel rxe in
+	 * a VM: its tap holds far less than our socket) in bursts of what we
+	 * ask: ask for at most 32 packets at a time, as before the windows
+	 * grew.  Bigger bursts were seen to stall there for good.
+	 */
+	if (!dev->iface.loopback)
+		urxe_engine_set_read_window(dev->eng, URXE_WINDOW_READ_REAL);
 	rc = urxe_engine_thread_start(dev->eng, dev->udp_fds, dev->nudp_fds);
 	if (rc)
 		goto err_udp;

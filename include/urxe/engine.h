@@ -490,6 +490,12 @@ bool urxe_engine_has_work(struct urxe_engine *eng);
  * 0: a fixed window of 32 packets per QP.
  */
 void urxe_engine_set_budget(struct urxe_engine *eng, uint32_t pkts);
+/*
+ * At most @pkts READ answer packets awaited, and asked for by one READ
+ * request (0: the window).  Toward peers on a real network the answers
+ * come in bursts the path may not hold.
+ */
+void urxe_engine_set_read_window(struct urxe_engine *eng, uint32_t pkts);
 
 /* Reads the engine's counters. */
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);
