@@ -54,6 +54,13 @@ static void retire_head(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 			      wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
 			      8 : wqe->length;
 	qp->last_retired_psn = wqe->last_psn;
+	/*
+	 * Packets waiting in the transmit batch may point into this WQE's
+	 * memory (zero copy: a resend, or an unreliable send just built):
+	 * they leave before the application may reuse it.
+	 */
+	if (qp->eng->ntx)
+		urxe_tx_flush(qp->eng);
 	qp->sq_comp++;
 	atomic_store_explicit(&qp->sq.cons, qp->sq_comp, memory_order_release);
 	if (report)
