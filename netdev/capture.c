@@ -20,6 +20,7 @@
 
 #include <urxe/log.h>
 #include <urxe/netdev.h>
+#include <urxe/util.h>
 
 #define DLT_EN10MB 1
 #define SNAPLEN 262144
@@ -124,13 +125,6 @@ void urxe_capture_close(struct urxe_capture *c)
 	free(c);
 }
 
-static bool is_v4(const uint8_t *g)
-{
-	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
-
-	return !memcmp(g, prefix, sizeof(prefix));
-}
-
 static void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
@@ -160,7 +154,7 @@ static size_t build_headers(struct urxe_capture *c,
 			    const struct urxe_capture_pkt *p, size_t len)
 {
 	uint8_t *f = c->frame, *ip = f + 14, *udp;
-	bool v4 = is_v4(p->src) && is_v4(p->dst);
+	bool v4 = urxe_gid_is_v4(p->src) && urxe_gid_is_v4(p->dst);
 	size_t ip_len = v4 ? 20 : 40;
 	uint32_t s;
 

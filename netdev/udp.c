@@ -34,6 +34,7 @@
 
 #include <urxe/log.h>
 #include <urxe/netdev.h>
+#include <urxe/util.h>
 
 #define BATCH 32			/* datagrams per sendmmsg/recvmmsg */
 #define SOCK_BUF (4 << 20)		/* wished-for SO_RCVBUF/SO_SNDBUF */
@@ -73,11 +74,6 @@ struct urxe_udp {
 };
 
 static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
-
-static bool gid_is_v4(const uint8_t *gid)
-{
-	return !memcmp(gid, v4_mapped, sizeof(v4_mapped));
-}
 
 static int set_int(int fd, int level, int name, int val)
 {
@@ -232,7 +228,7 @@ static int open_rx(struct urxe_udp *u, int fam, const struct urxe_udp_conf *c)
 
 int urxe_udp_mcast(struct urxe_udp *u, const uint8_t *gid, bool join)
 {
-	int fam = gid_is_v4(gid) ? V4 : V6, fd;
+	int fam = urxe_gid_is_v4(gid) ? V4 : V6, fd;
 
 	if (u->loopback)
 		return -EOPNOTSUPP;
@@ -404,7 +400,7 @@ uint16_t urxe_udp_sport(struct urxe_udp *u, uint16_t sport)
 /* The socket datagram @o leaves from, or a negative errno. */
 static int pick_sock(struct urxe_udp *u, const struct urxe_udp_out *o)
 {
-	int fam = gid_is_v4(o->dst) ? V4 : V6;
+	int fam = urxe_gid_is_v4(o->dst) ? V4 : V6;
 	unsigned int k = o->sport % URXE_UDP_TX_POOL;
 
 	if (u->rx[fam] < 0)
@@ -417,7 +413,7 @@ static socklen_t peer_addr(const struct urxe_udp *u, const uint8_t *gid,
 			   union sa *a)
 {
 	memset(a, 0, sizeof(*a));
-	if (gid_is_v4(gid)) {
+	if (urxe_gid_is_v4(gid)) {
 		a->in.sin_family = AF_INET;
 		a->in.sin_port = htons(URXE_UDP_PORT);
 		memcpy(&a->in.sin_addr, gid + 12, 4);
@@ -449,7 +445,7 @@ static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
 		     const struct urxe_udp_out *o, struct msghdr *h)
 {
 	int tos = o->tos, ttl = o->ttl;
-	bool src = s->wildcard && o->src && gid_is_v4(o->src) == (s->fam == V4);
+	bool src = s->wildcard && o->src && urxe_gid_is_v4(o->src) == (s->fam == V4);
 
 	if (s->fam == V4) {
 		struct in_pktinfo pi = { 0 };

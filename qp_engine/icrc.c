@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <urxe/engine.h>
+#include <urxe/util.h>
 
 #include "hdr.h"
 #include "icrc.h"
@@ -82,13 +83,6 @@ uint32_t urxe_icrc_frame(const uint8_t *ip, size_t len, bool *ok)
 	return urxe_icrc_end(&c);
 }
 
-static bool gid_is_v4(const uint8_t *g)
-{
-	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	return !memcmp(g, prefix, sizeof(prefix));
-}
-
 size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
 			    const uint8_t *dst, uint16_t sport, uint16_t dport,
 			    uint32_t roce_len, uint16_t ip_id, bool df)
@@ -96,7 +90,7 @@ size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
 	uint32_t udp_len = UDP_HDR_LEN + roce_len;
 	size_t ip_len;
 
-	if (gid_is_v4(src) && gid_is_v4(dst)) {
+	if (urxe_gid_is_v4(src) && urxe_gid_is_v4(dst)) {
 		ip_len = IPV4_MIN_HDR_LEN;
 		memset(buf, 0, ip_len);
 		buf[0] = 0x45;

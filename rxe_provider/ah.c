@@ -11,17 +11,11 @@
 
 #include <urxe/log.h>
 #include <urxe/provider.h>
+#include <urxe/util.h>
 
 #include "provider_int.h"
 
 static atomic_uint next_handle = 1;
-
-static bool gid_is_v4mapped(const union ibv_gid *g)
-{
-	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
-
-	return !memcmp(g->raw, prefix, sizeof(prefix));
-}
 
 int urxe_av_resolve(struct urxe_dev *dev, const struct ibv_ah_attr *av,
 		    struct urxe_path *out)
@@ -47,10 +41,10 @@ int urxe_av_resolve(struct urxe_dev *dev, const struct ibv_ah_attr *av,
 		return -EINVAL;
 	}
 	/* One IP family per packet: an IPv4 source cannot reach an IPv6 GID. */
-	if (gid_is_v4mapped(&sgid) != gid_is_v4mapped(&grh->dgid)) {
+	if (urxe_gid_is_v4(sgid.raw) != urxe_gid_is_v4(grh->dgid.raw)) {
 		urxe_warn("%s: GID index %u is %s, the destination GID is not",
 			  dev->desc.name, grh->sgid_index,
-			  gid_is_v4mapped(&sgid) ? "IPv4" : "IPv6");
+			  urxe_gid_is_v4(sgid.raw) ? "IPv4" : "IPv6");
 		return -EINVAL;
 	}
 	out->dgid = grh->dgid;

@@ -13,6 +13,7 @@
 
 #include <urxe/log.h>
 #include <urxe/provider.h>
+#include <urxe/util.h>
 
 #include "provider_int.h"
 
@@ -247,7 +248,7 @@ static void gso_fix_icrcs(const struct urxe_udp_out *o, const struct seg *segs,
 {
 	unsigned int i;
 
-	if (memcmp(o->dst, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+	if (!urxe_gid_is_v4(o->dst))
 		return;				/* IPv6: no ID */
 	for (i = 1; i < nseg; i++) {
 		const struct iovec *last = &o->iov[segs[i].iov0 + segs[i].niov - 1];
