@@ -97,7 +97,7 @@ struct urxe_send_wqe {
 	/* UD: the destination, resolved from the AH at post time. */
 	union ibv_gid dgid;
 	union ibv_gid sgid;		/* zero: the device's GID 0 */
-	uint32_t remote_qpn;
+	uint32_t remote_qpn;		/* UD: the QPN; XRC_SEND: the SRQN */
 	uint32_t remote_qkey;
 	/*
 	 * BIND_MW: the window's handle (its lkey) in @imm_inv, its new rkey in
@@ -173,6 +173,15 @@ struct urxe_esrq {
 	 */
 	_Atomic uint32_t limit;
 	void (*limit_reached)(struct urxe_esrq *srq);
+	/*
+	 * XRC SRQs (IBA annex A14; urxe_engine_xsrq_add): the number XRCETH
+	 * names, the domain whose TGT QPs deliver into it, and the ring its
+	 * receives complete to.  Requests that name it are checked against
+	 * @pd (rkeys and receive lkeys).  All 0/NULL for a basic SRQ.
+	 */
+	uint32_t srqn;
+	uint64_t xrcd;
+	struct urxe_cq_ring *cq;
 };
 
 
@@ -285,6 +294,16 @@ struct urxe_eqp {
 	struct urxe_cq_ring *rcq;
 	struct urxe_qp_attr attr;	/* under the progress lock */
 	uint16_t sport;			/* UDP source port (flow hash) */
+	/*
+	 * XRC.  IBV_QPT_XRC_SEND (INI): a requester only, no receive queue;
+	 * each send WQE names the remote SRQ in remote_qpn, sent as XRCETH.
+	 * IBV_QPT_XRC_RECV (TGT): a responder only, no PD, queues or CQs of
+	 * its own; each request's XRCETH names an XRC SRQ of domain @xrcd,
+	 * whose receive WQEs, PD (rkeys) and CQ the message uses (the engine
+	 * points @srq, @pd and @rcq at it for the message's duration).
+	 * Responses and ACKs of both carry XRC opcodes (0xA0 + operation).
+	 */
+	uint64_t xrcd;
 	/* requester */
 	uint32_t sq_next;		/* next WQE to start */
 	uint32_t psn;			/* next PSN to send */
@@ -437,6 +456,21 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
  */
 int urxe_engine_srq_attach(struct urxe_eqp *qp, struct urxe_esrq *srq);
 void urxe_engine_srq_detach(struct urxe_eqp *qp);
+/*
+ * XRC SRQs: urxe_engine_xsrq_add() numbers @srq (@srq->srqn = slot << 14
+ * | index, an index no QP of this engine holds, and no QP gets while the
+ * SRQ lives) and makes it a target of the TGT QPs of domain @srq->xrcd
+ * (set, with ->rq, ->pd and ->cq, before).  After urxe_engine_xsrq_remove()
+ * no request reaches it; a TGT QP in the middle of a message into it
+ * drops the message (the WQE it took is completed with
+ * IBV_WC_WR_FLUSH_ERR first).  urxe_engine_xsrq_lookup(): the SRQ of that
+ * number, or NULL (progress lock held).
+ */
+int urxe_engine_xsrq_add(struct urxe_engine *eng, struct urxe_esrq *srq);
+void urxe_engine_xsrq_remove(struct urxe_engine *eng, struct urxe_esrq *srq);
+struct urxe_esrq *urxe_engine_xsrq_lookup(struct urxe_engine *eng,
+					  uint32_t srqn);
+
 /*
  * Gives @srq room for @max_wr WRs, keeping the posted ones in order;
  * -EINVAL when more than @max_wr are posted.  Takes the progress lock and
