@@ -279,6 +279,29 @@ struct urxe_rd_res {
 	uint64_t orig;			/* atomic: the value returned */
 };
 
+/*
+ * A TGT QP of a domain shared across processes (IBV_QPT_XRC_RECV through
+ * a file's XRCD): its responder state lives in memory every process of
+ * the domain maps (the provider places it).  A request goes to the process
+ * that owns the SRQ it names, which copies this state into its own view of
+ * the QP (struct urxe_eqp with ->shared set), handles the request and
+ * copies the state back, all under @lock (process-shared and robust: a
+ * holder that dies leaves it to the next, which sets @broken).
+ */
+#define URXE_TGT_RD_RES 16
+struct urxe_tgt_shared {
+	pthread_mutex_t lock;
+	uint32_t qpn;
+	uint32_t seq;			/* bumped by every store */
+	struct urxe_qp_attr attr;
+	uint32_t epsn;
+	uint32_t msn;
+	uint32_t rd_res_next;
+	uint8_t nak_seq_sent;
+	uint8_t broken;			/* a holder died mid-update */
+	struct urxe_rd_res rd_res[URXE_TGT_RD_RES];
+};
+
 struct urxe_eqp {
 	struct urxe_engine *eng;
 	uint32_t qpn;
@@ -304,6 +327,7 @@ struct urxe_eqp {
 	 * Responses and ACKs of both carry XRC opcodes (0xA0 + operation).
 	 */
 	uint64_t xrcd;
+	struct urxe_tgt_shared *shared;	/* TGT of a shared domain, or NULL */
 	/* requester */
 	uint32_t sq_next;		/* next WQE to start */
 	uint32_t psn;			/* next PSN to send */
