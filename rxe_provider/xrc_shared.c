@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * XRC domains across processes: what the processes of one domain share.
+ *
+ * A file-backed domain (ibv_open_xrcd with a file) has one more file,
+ * <rundir>/xrcd.<entry>.<gen>, named by its registry entry and generation
+ * (xrcd.c) and mapped shared by every process that uses the domain:
+ *
+ *   a header, then
+ *   XS_TGTS TGT QP entries: the host's slot and the QP's responder state
+ *           (struct urxe_tgt_shared), published by the process that
+ *           created the QP — its host, whose address the QP answers on;
+ *   XS_SRQS XRC SRQ entries: number, owner slot and the owner's GID, so
+ *           that a host can relay a request to the process whose SRQ it
+ *           names.
+ *
+ * Liveness is carried by OFD locks on the same file, as elsewhere:
+ *   byte 0               the table mutex (write lock, blocking);
+ *   byte XS_LIVE + slot  a read lock held by the process of that slot
+ *                        while it uses the domain.
+ * An entry whose owner's byte nobody holds belongs to a process that died
+ * (or left): a host's TGT QP is then gone, an owner's SRQ unknown.  A
+ * process that starts using a domain first drops the entries left under
+ * its slot by an earlier holder of the slot.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+#include <urxe/provider.h>
+
+#include "xrc_shared.h"
+
+#define XS_MAGIC 0x32637278u	/* "xrc2" */
+#define XS_TGTS 64
+#define XS_SRQS 1024
+#define XS_LIVE 4096
+
+struct xs_tgt {
+	uint32_t in_use;
+	uint32_t host_slot;
+	struct urxe_tgt_shared st;
+};
+
+struct xs_srq {
+	uint32_t in_use;
+	uint32_t owner_slot;
+	uint32_t srqn;
+	uint32_t pad;
+	union ibv_gid gid;
+};
+
+struct xs_file {
+	uint32_t magic;
+	uint32_t ntgt;
+	uint32_t nsrq;
+	uint8_t pad[52];
+	struct xs_tgt tgt[XS_TGTS];
+	struct xs_srq srq[XS_SRQS];
+};
+
+struct urxe_xrc_dom {
+	struct urxe_dev *dev;
+	uint64_t domain_id;
+	int fd;
+	struct xs_file *f;
+	unsigned int slot;
+	int refs;
+	pthread_mutex_t lock;		/* the OFD mutex is per description */
+	struct urxe_xrc_dom *next;
+};
+
+static pthread_mutex_t doms_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct urxe_xrc_dom *doms;
+
+static int lock_byte(int fd, int cmd, short type, off_t at)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = at,
+		.l_len = 1,
+	};
+
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+static void file_name(char *buf, size_t len, uint64_t domain_id)
+{
+	snprintf(buf, len, "xrcd.%u.%u", (uint32_t)domain_id,
+		 (uint32_t)(domain_id >> 32));
+}
+
+static void table_lock(struct urxe_xrc_dom *d)
+{
+	pthread_mutex_lock(&d->lock);
+	lock_byte(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
+}
+
+static void table_unlock(struct urxe_xrc_dom *d)
+{
+	lock_byte(d->fd, F_OFD_SETLK, F_UNLCK, 0);
+	pthread_mutex_unlock(&d->lock);
+}
+
+bool urxe_xrc_slot_live(struct urxe_xrc_dom *d, unsigned int slot)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = XS_LIVE + slot,
+		.l_len = 1,
+	};
+
+	if (slot == d->slot)
+		return true;
+	if (fcntl(d->fd, F_OFD_GETLK, &fl))
+		return true;	/* when in doubt, alive */
+	return fl.l_type != F_UNLCK;
+}
+
+static int dom_map(struct urxe_xrc_dom *d)
+{
+	struct xs_file *f;
+	struct stat st;
+	char name[64];
+	int rc, i;
+
+	file_name(name, sizeof(name), d->domain_id);
+	d->fd = urxe_rundir_open(d->dev->desc.rundir, name);
+	if (d->fd < 0)
+		return d->fd;
+	rc = lock_byte(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
+	if (rc)
+		goto err;
+	if (fstat(d->fd, &st)) {
+		rc = -errno;
+		goto err;
+	}
+	if ((size_t)st.st_size < sizeof(*f) && ftruncate(d->fd, sizeof(*f))) {
+		rc = -errno;
+		goto err;
+	}
+	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, 0);
+	if (f == MAP_FAILED) {
+		rc = -errno;
+		goto err;
+	}
+	if (f->magic != XS_MAGIC || f->ntgt != XS_TGTS || f->nsrq != XS_SRQS) {
+		memset(f, 0, sizeof(*f));
+		f->ntgt = XS_TGTS;
+		f->nsrq = XS_SRQS;
+		f->magic = XS_MAGIC;
+	}
+	/* What an earlier holder of our slot left is stale. */
+	for (i = 0; i < XS_TGTS; i++)
+		if (f->tgt[i].in_use && f->tgt[i].host_slot == d->slot)
+			f->tgt[i].in_use = 0;
+	for (i = 0; i < XS_SRQS; i++)
+		if (f->srq[i].in_use && f->srq[i].owner_slot == d->slot)
+			f->srq[i].in_use = 0;
+	rc = lock_byte(d->fd, F_OFD_SETLK, F_RDLCK, XS_LIVE + d->slot);
+	lock_byte(d->fd, F_OFD_SETLK, F_UNLCK, 0);
+	if (rc) {
+		munmap(f, sizeof(*f));
+		goto err;
+	}
+	d->f = f;
+	return 0;
+err:
+	close(d->fd);	/* drops the mutex too */
+	return rc;
+}
+
+int urxe_xrc_dom_get(struct urxe_dev *dev, uint64_t domain_id,
+		     struct urxe_xrc_dom **out)
+{
+	struct urxe_xrc_dom *d;
+	int rc;
+
+	pthread_mutex_lock(&doms_lock);
+	for (d = doms; d; d = d->next) {
+		if (d->dev == dev && d->domain_id == domain_id) {
+			d->refs++;
+			goto found;
+		}
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	d->dev = dev;
+	d->domain_id = domain_id;
+	d->slot = dev->slot.index;
+	d->refs = 1;
+	pthread_mutex_init(&d->lock, NULL);
+	rc = dom_map(d);
+	if (rc) {
+		urxe_err("XRC domain: cannot map its shared file in %s: %s",
+			 dev->desc.rundir, strerror(-rc));
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+		goto err;
+	}
+	d->next = doms;
+	doms = d;
+found:
+	pthread_mutex_unlock(&doms_lock);
+	*out = d;
+	return 0;
+err:
+	pthread_mutex_unlock(&doms_lock);
+	return rc;
+}
+
+void urxe_xrc_dom_put(struct urxe_xrc_dom *d)
+{
+	struct urxe_xrc_dom **pp;
+
+	pthread_mutex_lock(&doms_lock);
+	if (--d->refs > 0) {
+		pthread_mutex_unlock(&doms_lock);
+		return;
+	}
+	for (pp = &doms; *pp; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&doms_lock);
+	munmap(d->f, sizeof(*d->f));
+	close(d->fd);		/* our liveness byte goes with it */
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+void urxe_xrc_dom_unlink(const char *rundir, uint64_t domain_id)
+{
+	char name[64], path[URXE_RUNDIR_MAX + 64];
+
+	file_name(name, sizeof(name), domain_id);
+	snprintf(path, sizeof(path), "%s/%s", rundir, name);
+	if (unlink(path) && errno != ENOENT)
+		urxe_dbg("XRC domain: cannot remove %s: %s", path,
+			 strerror(errno));
+}
+
+/* ---- TGT QPs ---- */
+
+static void tgt_lock_init(struct urxe_tgt_shared *st)
+{
+	pthread_mutexattr_t ma;
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&st->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+}
+
+int urxe_xrc_tgt_publish(struct urxe_xrc_dom *d, uint32_t qpn,
+			 struct urxe_tgt_shared **out)
+{
+	struct xs_tgt *t = NULL;
+	int i;
+
+	table_lock(d);
+	for (i = 0; i < XS_TGTS; i++) {
+		struct xs_tgt *c = &d->f->tgt[i];
+
+		if (!c->in_use || !urxe_xrc_slot_live(d, c->host_slot)) {
+			t = c;
+			break;
+		}
+	}
+	if (!t) {
+		table_unlock(d);
+		urxe_err("XRC domain: all %d shared TGT QPs are in use; destroy some",
+			 XS_TGTS);
+		return -ENOMEM;
+	}
+	memset(&t->st, 0, sizeof(t->st));
+	tgt_lock_init(&t->st);
+	t->st.qpn = qpn;
+	t->st.attr.state = IBV_QPS_RESET;
+	t->host_slot = d->slot;
+	t->in_use = 1;
+	table_unlock(d);
+	*out = &t->st;
+	return 0;
+}
+
+static struct xs_tgt *tgt_of(struct urxe_tgt_shared *st)
+{
+	return (struct xs_tgt *)((char *)st - offsetof(struct xs_tgt, st));
+}
+
+void urxe_xrc_tgt_unpublish(struct urxe_xrc_dom *d, struct urxe_tgt_shared *st)
+{
+	table_lock(d);
+	tgt_of(st)->in_use = 0;
+	table_unlock(d);
+}
+
+struct urxe_tgt_shared *urxe_xrc_tgt_find(struct urxe_xrc_dom *d, uint32_t qpn)
+{
+	struct urxe_tgt_shared *st = NULL;
+	int i;
+
+	table_lock(d);
+	for (i = 0; i < XS_TGTS; i++) {
+		struct xs_tgt *t = &d->f->tgt[i];
+
+		if (t->in_use && t->st.qpn == qpn &&
+		    urxe_xrc_slot_live(d, t->host_slot)) {
+			st = &t->st;
+			break;
+		}
+	}
+	table_unlock(d);
+	return st;
+}
+
+bool urxe_xrc_tgt_alive(struct urxe_xrc_dom *d, struct urxe_tgt_shared *st,
+			uint32_t qpn)
+{
+	struct xs_tgt *t = tgt_of(st);
+
+	return __atomic_load_n(&t->in_use, __ATOMIC_ACQUIRE) &&
+	       st->qpn == qpn && urxe_xrc_slot_live(d, t->host_slot);
+}
+
+/* ---- XRC SRQs ---- */
+
+int urxe_xrc_srq_publish(struct urxe_xrc_dom *d, uint32_t srqn,
+			 const union ibv_gid *gid)
+{
+	int i, rc = -ENOMEM;
+
+	table_lock(d);
+	for (i = 0; i < XS_SRQS; i++) {
+		struct xs_srq *s = &d->f->srq[i];
+
+		if (s->in_use && urxe_xrc_slot_live(d, s->owner_slot))
+			continue;
+		s->srqn = srqn;
+		s->owner_slot = d->slot;
+		s->gid = *gid;
+		__atomic_store_n(&s->in_use, 1, __ATOMIC_RELEASE);
+		rc = 0;
+		break;
+	}
+	table_unlock(d);
+	if (rc)
+		urxe_err("XRC domain: all %d shared SRQ entries are in use",
+			 XS_SRQS);
+	return rc;
+}
+
+void urxe_xrc_srq_unpublish(struct urxe_xrc_dom *d, uint32_t srqn)
+{
+	int i;
+
+	table_lock(d);
+	for (i = 0; i < XS_SRQS; i++) {
+		struct xs_srq *s = &d->f->srq[i];
+
+		if (s->in_use && s->srqn == srqn && s->owner_slot == d->slot)
+			s->in_use = 0;
+	}
+	table_unlock(d);
+}
+
+/*
+ * Read without the table mutex (the engine asks while it holds its
+ * progress lock): an entry is written whole before in_use is set.
+ */
+bool urxe_xrc_srq_route(struct urxe_xrc_dom *d, uint32_t srqn,
+			union ibv_gid *gid)
+{
+	int i;
+
+	for (i = 0; i < XS_SRQS; i++) {
+		struct xs_srq *s = &d->f->srq[i];
+
+		if (__atomic_load_n(&s->in_use, __ATOMIC_ACQUIRE) &&
+		    s->srqn == srqn && s->owner_slot != d->slot &&
+		    urxe_xrc_slot_live(d, s->owner_slot)) {
+			*gid = s->gid;
+			return true;
+		}
+	}
+	return false;
+}

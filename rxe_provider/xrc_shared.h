@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * XRC domains across processes (xrc_shared.c): the TGT QPs and XRC SRQs
+ * of a file-backed domain, published in a file every process of the
+ * domain maps.  All functions return 0 or a negative errno unless said
+ * otherwise.
+ */
+#ifndef URXE_XRC_SHARED_H
+#define URXE_XRC_SHARED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <urxe/engine.h>
+
+struct urxe_dev;
+struct urxe_xrc_dom;
+
+/*
+ * This process's view of domain @domain_id (a file-backed one) on @dev,
+ * shared by its handles (reference-counted); mapping it marks this
+ * process's slot as a user of the domain.
+ */
+int urxe_xrc_dom_get(struct urxe_dev *dev, uint64_t domain_id,
+		     struct urxe_xrc_dom **out);
+void urxe_xrc_dom_put(struct urxe_xrc_dom *d);
+/* Removes the domain's file (its registry entry is free, or reused). */
+void urxe_xrc_dom_unlink(const char *rundir, uint64_t domain_id);
+/* Whether the process of @slot uses the domain (ours always does). */
+bool urxe_xrc_slot_live(struct urxe_xrc_dom *d, unsigned int slot);
+
+/* A TGT QP this process hosts: its shared state, initialised (RESET). */
+int urxe_xrc_tgt_publish(struct urxe_xrc_dom *d, uint32_t qpn,
+			 struct urxe_tgt_shared **out);
+void urxe_xrc_tgt_unpublish(struct urxe_xrc_dom *d,
+			    struct urxe_tgt_shared *st);
+/* The live TGT QP @qpn of the domain, hosted by any process, or NULL. */
+struct urxe_tgt_shared *urxe_xrc_tgt_find(struct urxe_xrc_dom *d,
+					  uint32_t qpn);
+/* Whether @st still is TGT QP @qpn and its host lives. */
+bool urxe_xrc_tgt_alive(struct urxe_xrc_dom *d, struct urxe_tgt_shared *st,
+			uint32_t qpn);
+
+/* An XRC SRQ of this process, reachable at @gid. */
+int urxe_xrc_srq_publish(struct urxe_xrc_dom *d, uint32_t srqn,
+			 const union ibv_gid *gid);
+void urxe_xrc_srq_unpublish(struct urxe_xrc_dom *d, uint32_t srqn);
+/*
+ * SRQ @srqn of another live process of the domain: true, with the GID
+ * its requests are relayed to.
+ */
+bool urxe_xrc_srq_route(struct urxe_xrc_dom *d, uint32_t srqn,
+			union ibv_gid *gid);
+
+#endif
