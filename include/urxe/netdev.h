@@ -383,4 +383,103 @@ void urxe_faults_destroy(struct urxe_faults *f);
 enum urxe_fault urxe_faults_decide(struct urxe_faults *f, uint32_t qpn,
 				   uint32_t psn, uint8_t opcode, bool rx);
 
+/* ---- the packet backend (packet.c) ---- */
+
+/*
+ * RoCEv2 through an AF_PACKET socket (CAP_NET_RAW) with mmapped rings, so
+ * that many processes share one interface and IP: a classic BPF filter
+ * (compiled by a dlopen()ed libpcap) accepts only frames for the slot's
+ * QPNs (XRC requests: for its SRQ numbers; multicast QPN 0xFFFFFF
+ * always).  Frames are built in place in the TX ring (Ethernet, IPv4 with
+ * DF, ID 0, TTL 64 and UDP checksum 0, or IPv6 with a real checksum) and
+ * read in place from the TPACKET_V2 RX ring.  A sink UDP socket on port
+ * 4791 that accepts nothing keeps the kernel from answering ICMP.  Nothing
+ * locks inside: the caller serializes the calls on one instance.
+ */
+struct urxe_packet;
+
+struct urxe_packet_conf {
+	const struct urxe_iface *ifc;
+	unsigned int slot;		/* accept this slot's frames */
+	struct in_addr lo_addr;		/* loopback: the slot's address */
+};
+
+/*
+ * Opens the ring socket on conf->ifc.  -EPERM (logged, saying what to
+ * grant) without CAP_NET_RAW.
+ */
+int urxe_packet_open(const struct urxe_packet_conf *conf,
+		     struct urxe_packet **out);
+void urxe_packet_close(struct urxe_packet *p);
+/* The one descriptor to poll for input. */
+int urxe_packet_fd(const struct urxe_packet *p);
+/* Frames the RX ring holds. */
+unsigned int urxe_packet_rx_frames(const struct urxe_packet *p);
+/* Whether a received frame waits in the ring (no system call). */
+bool urxe_packet_rx_pending(const struct urxe_packet *p);
+
+/* One packet to send: the RoCE bytes (BTH .. ICRC) in @iov. */
+struct urxe_packet_out {
+	const uint8_t *dst;		/* 16 bytes: a GID (IPv4-mapped or IPv6) */
+	const uint8_t *src;		/* 16 bytes: the source GID */
+	uint16_t sport;			/* UDP source port, used as is */
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
+	const struct iovec *iov;
+	unsigned int niov;
+};
+
+/*
+ * Builds up to @n frames in the TX ring and flushes them with one send().
+ * Returns how many were taken, or a negative errno: -EAGAIN when the ring
+ * is full; any other concerns out[0] alone (-EMSGSIZE: beyond the MTU,
+ * -EHOSTUNREACH: no link-layer address, logged once, -EADDRNOTAVAIL: the
+ * host's own address, ...).  The first packet to a destination may wait
+ * (up to a second, once) for the kernel to resolve its next hop.
+ */
+int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
+		     unsigned int n);
+
+/* One received frame, in place in the RX ring. */
+struct urxe_packet_in {
+	const uint8_t *frame;		/* Ethernet header on */
+	uint32_t frame_len;
+	const uint8_t *ip;		/* the IP header */
+	uint32_t ip_len;
+	const uint8_t *roce;		/* BTH .. ICRC */
+	uint32_t len;
+	uint8_t src[16];		/* source address as a GID */
+	uint8_t dst[16];		/* destination address as a GID */
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t tos;
+	uint8_t ttl;
+	uint16_t ip_id;
+};
+
+/*
+ * Reads up to @n RoCEv2 frames without blocking or copying; returns how
+ * many.  They stay valid until urxe_packet_release() (or the next recv,
+ * which releases them first).
+ */
+int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
+		     unsigned int n);
+/* Gives the frames of the last urxe_packet_recv() back to the kernel. */
+void urxe_packet_release(struct urxe_packet *p);
+
+/*
+ * The pieces, for tests.  The pcap filter expression of @slot; the same
+ * compiled (caller frees out->filter).  One frame built into @f (@cap
+ * bytes; @mtu: the link's): its length or -EMSGSIZE.  One frame parsed:
+ * 0, or -EINVAL if it is not IPv4/IPv6 UDP to port 4791 with sane lengths
+ * (and a valid IPv4 header checksum).
+ */
+struct sock_fprog;
+int urxe_packet_filter_expr(unsigned int slot, char *buf, size_t len);
+int urxe_packet_filter_compile(unsigned int slot, struct sock_fprog *out);
+int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
+		      const struct urxe_packet_out *o, uint8_t *f, size_t cap,
+		      unsigned int mtu);
+int urxe_packet_parse(const uint8_t *f, uint32_t len,
+		      struct urxe_packet_in *in);
+
 #endif

@@ -1,0 +1,978 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The packet backend: RoCEv2 through an AF_PACKET socket with mmapped
+ * rings, so that many processes share one interface and IP (CAP_NET_RAW).
+ *
+ * One socket per instance, created with protocol 0 (it receives nothing),
+ * given a classic BPF filter that libpcap compiles (dlopen()ed for that
+ * moment only) accepting the RoCEv2 frames of this instance's slot, then
+ * its rings, and only then bound to the interface: no frame of another
+ * slot is ever queued.  Transmit frames are built in place in the TX ring
+ * (Ethernet, IPv4 or IPv6, UDP, then the RoCE bytes gathered from the
+ * engine's pieces) and one send() flushes a batch, past the qdisc
+ * (PACKET_QDISC_BYPASS).  Received frames are read where the kernel
+ * wrote them in the TPACKET_V2 RX ring (V3 retires blocks on a timeout of
+ * 1 ms or more: a round trip would wait for it) and handed back after
+ * the caller is done with them.
+ *
+ * The kernel's IP stack sees the received frames too: a "sink" UDP
+ * socket on port 4791 that accepts nothing (SO_REUSEPORT among one user's
+ * processes) keeps it from answering ICMP port unreachable.
+ *
+ * Link-layer addresses: the next hop from RTM_GETROUTE, its MAC from
+ * RTM_GETNEIGH; when the kernel does not know it yet, an ordinary UDP
+ * datagram (to the discard port) makes it ask, and the table is polled
+ * (at most NEIGH_WAIT_MS).  Results are cached for NEIGH_TTL_NS.
+ *
+ * IPv4 goes out with DF, ID 0, TTL 64 and UDP checksum 0 (the ICRC the
+ * engine computed assumes exactly that); IPv6 with hop limit 64 and a real
+ * UDP checksum.  Nothing locks: the caller serializes calls on one
+ * instance.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+#include <urxe/netdev.h>
+#include <urxe/util.h>
+
+#define RX_RING_BYTES (8u << 20)
+#define TX_FRAMES 256u
+#define BLOCK_BYTES (1u << 16)
+#define ROCE_FRAME_MAX 4300u		/* Ethernet .. ICRC of any RoCE frame */
+#define TX_DATA_OFF TPACKET_ALIGN(sizeof(struct tpacket2_hdr))
+#define NEIGH_SLOTS 32
+#define NEIGH_TTL_NS 1000000000ull	/* re-read the kernel's table */
+#define NEIGH_WAIT_MS 1000		/* resolution, at most */
+#define DISCARD_PORT 9
+#define SNAPLEN 262144			/* the filter accepts whole frames */
+#define DLT_EN10MB 1
+
+struct ring {
+	uint8_t *base;
+	unsigned int frame_size;
+	unsigned int nframes;
+	unsigned int head;
+};
+
+struct neigh {
+	uint8_t gid[16];
+	uint8_t mac[6];
+	bool used;
+	int err;			/* 0: mac valid; else why not */
+	uint64_t until_ns;
+};
+
+struct urxe_packet {
+	int fd;
+	int sink[2];
+	uint8_t *map;
+	size_t map_len;
+	struct ring rx, tx;
+	unsigned int rx_held;		/* handed out by recv, not released */
+	int ifindex;
+	unsigned int mtu;
+	bool loopback;
+	uint8_t mac[6];
+	char ifname[IF_NAMESIZE];
+	struct mnl_socket *nl;
+	unsigned int nl_seq;
+	struct neigh neigh[NEIGH_SLOTS];
+	unsigned int neigh_next, neigh_last;
+	bool warned_trunc;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the demux filter ---- */
+
+/*
+ * @b is the BTH as a pcap byte-offset base ("udp[8+" or "ip6[48+").  The
+ * slot is bits 23..14 of the destination QPN (BTH bytes 5..7) — of the
+ * SRQ number in XRCETH (BTH + 12) for XRC requests, which name the SRQ
+ * they go to; XRC responses (opcodes 0x0D..0x12) carry none.  Multicast
+ * QPN 0xFFFFFF reaches every instance.
+ */
+static int cond_expr(char *buf, size_t len, const char *b, unsigned int slot)
+{
+	char xrc[160];
+
+	snprintf(xrc, sizeof(xrc),
+		 "(%s0] & 0xe0 = 0xa0 and (%s0] & 0x1f < 0x0d or %s0] & 0x1f > 0x12))",
+		 b, b, b);
+	return snprintf(buf, len,
+			"((%s and %s13:2] >> 6 = %u) or (not %s and %s5:2] >> 6 = %u) or (%s5:2] = 0xffff and %s7] = 0xff))",
+			xrc, b, slot, xrc, b, slot, b, b);
+}
+
+int urxe_packet_filter_expr(unsigned int slot, char *buf, size_t len)
+{
+	char v4[512], v6[512];
+	int n;
+
+	if (slot < URXE_SLOT_FIRST || slot > URXE_SLOT_LAST)
+		return -EINVAL;
+	cond_expr(v4, sizeof(v4), "udp[8+", slot);
+	cond_expr(v6, sizeof(v6), "ip6[48+", slot);
+	/* libpcap has no udp[] over IPv6: its header is 40 bytes, fixed. */
+	n = snprintf(buf, len,
+		     "(ip and udp dst port %d and %s) or (ip6 and ip6[6] = 17 and ip6[42:2] = %d and %s)",
+		     URXE_UDP_PORT, v4, URXE_UDP_PORT, v6);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+/* libpcap's struct bpf_program; its instructions are struct sock_filter. */
+struct bpf_prog_compat {
+	unsigned int bf_len;
+	struct sock_filter *bf_insns;
+};
+
+int urxe_packet_filter_compile(unsigned int slot, struct sock_fprog *out)
+{
+	void *(*open_dead)(int, int);
+	int (*compile)(void *, struct bpf_prog_compat *, const char *, int,
+		       uint32_t);
+	void (*freecode)(struct bpf_prog_compat *);
+	void (*pclose)(void *);
+	char *(*geterr)(void *);
+	struct bpf_prog_compat prog;
+	char expr[2048];
+	void *lib, *pc;
+	int rc;
+
+	rc = urxe_packet_filter_expr(slot, expr, sizeof(expr));
+	if (rc)
+		return rc;
+	lib = dlopen("libpcap.so.0.8", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		lib = dlopen("libpcap.so", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		urxe_err("packet backend: cannot load libpcap to compile the receive filter (install libpcap0.8): %s",
+			 dlerror());
+		return -ENOENT;
+	}
+	*(void **)&open_dead = dlsym(lib, "pcap_open_dead");
+	*(void **)&compile = dlsym(lib, "pcap_compile");
+	*(void **)&freecode = dlsym(lib, "pcap_freecode");
+	*(void **)&pclose = dlsym(lib, "pcap_close");
+	*(void **)&geterr = dlsym(lib, "pcap_geterr");
+	rc = -EIO;
+	if (!open_dead || !compile || !freecode || !pclose || !geterr)
+		goto out_lib;
+	/* Whole frames: the accept length is the snapshot length. */
+	pc = open_dead(DLT_EN10MB, SNAPLEN);
+	if (!pc)
+		goto out_lib;
+	if (compile(pc, &prog, expr, 1, 0xffffffffu)) {
+		urxe_err("packet backend: libpcap rejects the filter: %s",
+			 geterr(pc));
+		goto out_pcap;
+	}
+	out->len = (unsigned short)prog.bf_len;
+	out->filter = malloc(prog.bf_len * sizeof(*prog.bf_insns));
+	if (out->filter) {
+		memcpy(out->filter, prog.bf_insns,
+		       prog.bf_len * sizeof(*prog.bf_insns));
+		rc = 0;
+	} else {
+		rc = -ENOMEM;
+	}
+	freecode(&prog);
+out_pcap:
+	pclose(pc);
+out_lib:
+	dlclose(lib);
+	return rc;
+}
+
+/* ---- frames ---- */
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	return s;
+}
+
+static uint16_t fold(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static size_t gather(const struct iovec *iov, unsigned int n, uint8_t *dst)
+{
+	size_t len = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(dst + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	return len;
+}
+
+int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
+		      const struct urxe_packet_out *o, uint8_t *f, size_t cap,
+		      unsigned int mtu)
+{
+	bool v4 = urxe_gid_is_v4(o->dst) && urxe_gid_is_v4(o->src);
+	size_t ip_len = v4 ? 20 : 40, len = 0, hl;
+	uint8_t *ip = f + 14, *udp = ip + ip_len;
+	unsigned int i;
+	uint32_t s;
+
+	for (i = 0; i < o->niov; i++)
+		len += o->iov[i].iov_len;
+	hl = 14 + ip_len + 8;
+	if (hl + len > cap || ip_len + 8 + len > mtu || len > 0xffff - 48)
+		return -EMSGSIZE;
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	put16(f + 12, v4 ? ETH_P_IP : ETH_P_IPV6);
+	if (v4) {
+		ip[0] = 0x45;
+		ip[1] = o->tos;
+		put16(ip + 2, (uint16_t)(20 + 8 + len));
+		put16(ip + 4, 0);		/* ID 0: the ICRC assumes it */
+		put16(ip + 6, 0x4000);		/* DF */
+		ip[8] = 64;
+		ip[9] = IPPROTO_UDP;
+		put16(ip + 10, 0);
+		memcpy(ip + 12, o->src + 12, 4);
+		memcpy(ip + 16, o->dst + 12, 4);
+		put16(ip + 10, fold(sum16(0, ip, 20)));
+	} else {
+		ip[0] = (uint8_t)(0x60 | o->tos >> 4);
+		ip[1] = (uint8_t)(o->tos << 4);
+		ip[2] = ip[3] = 0;		/* flow label */
+		put16(ip + 4, (uint16_t)(8 + len));
+		ip[6] = IPPROTO_UDP;
+		ip[7] = 64;
+		memcpy(ip + 8, o->src, 16);
+		memcpy(ip + 24, o->dst, 16);
+	}
+	put16(udp, o->sport);
+	put16(udp + 2, URXE_UDP_PORT);
+	put16(udp + 4, (uint16_t)(8 + len));
+	put16(udp + 6, 0);			/* IPv4: none, as rxe */
+	gather(o->iov, o->niov, udp + 8);
+	if (!v4) {
+		/* RFC 8200 8.1: UDP over IPv6 needs a real checksum. */
+		s = sum16(0, ip + 8, 32) + IPPROTO_UDP + (uint32_t)(8 + len);
+		s = sum16(s, udp, 8 + len);
+		put16(udp + 6, fold(s) ? fold(s) : 0xffff);
+	}
+	return (int)(hl + len);
+}
+
+static void gid_from_v4(uint8_t *gid, const uint8_t *a)
+{
+	memset(gid, 0, 10);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, a, 4);
+}
+
+int urxe_packet_parse(const uint8_t *f, uint32_t len, struct urxe_packet_in *in)
+{
+	const uint8_t *ip = f + 14, *udp;
+	uint32_t ip_len, ulen;
+	uint16_t type;
+
+	if (len < 14 + 20 + 8)
+		return -EINVAL;
+	type = get16(f + 12);
+	if (type == ETH_P_IP) {
+		ip_len = (uint32_t)(ip[0] & 0xf) * 4;
+		if (ip[0] >> 4 != 4 || ip_len < 20 || ip[9] != IPPROTO_UDP ||
+		    (get16(ip + 6) & 0x3fff) ||	/* a fragment */
+		    get16(ip + 2) < ip_len + 8 || 14u + get16(ip + 2) > len ||
+		    fold(sum16(0, ip, ip_len)))
+			return -EINVAL;
+		gid_from_v4(in->src, ip + 12);
+		gid_from_v4(in->dst, ip + 16);
+		in->tos = ip[1];
+		in->ttl = ip[8];
+		in->ip_id = get16(ip + 4);
+		ulen = get16(ip + 2) - ip_len;
+	} else if (type == ETH_P_IPV6) {
+		ip_len = 40;
+		if (len < 14 + 40 + 8 || ip[0] >> 4 != 6 ||
+		    ip[6] != IPPROTO_UDP || 14u + 40 + get16(ip + 4) > len)
+			return -EINVAL;
+		memcpy(in->src, ip + 8, 16);
+		memcpy(in->dst, ip + 24, 16);
+		in->tos = (uint8_t)((ip[0] & 0xf) << 4 | ip[1] >> 4);
+		in->ttl = ip[7];
+		in->ip_id = 0;
+		ulen = get16(ip + 4);
+	} else {
+		return -EINVAL;
+	}
+	udp = ip + ip_len;
+	if (ulen < 8 || get16(udp + 4) != ulen)
+		return -EINVAL;
+	in->ip = ip;
+	in->ip_len = ip_len;
+	in->sport = get16(udp);
+	in->dport = get16(udp + 2);
+	in->roce = udp + 8;
+	in->len = ulen - 8;
+	in->frame = f;
+	in->frame_len = 14 + ip_len + ulen;
+	return in->dport == URXE_UDP_PORT ? 0 : -EINVAL;
+}
+
+/* ---- neighbours ---- */
+
+struct nl_reply {
+	int family;
+	bool have_gw, have_oif, have_mac;
+	uint8_t gw[16];
+	int oif;
+	uint8_t type;
+	uint16_t state;
+	uint8_t mac[6];
+};
+
+static int route_attr(const struct nlattr *a, void *data)
+{
+	struct nl_reply *r = data;
+	size_t alen = r->family == AF_INET ? 4 : 16;
+
+	switch (mnl_attr_get_type(a)) {
+	case RTA_GATEWAY:
+		if (mnl_attr_get_payload_len(a) == alen) {
+			memcpy(r->gw, mnl_attr_get_payload(a), alen);
+			r->have_gw = true;
+		}
+		break;
+	case RTA_OIF:
+		if (mnl_attr_validate(a, MNL_TYPE_U32) >= 0) {
+			r->oif = (int)mnl_attr_get_u32(a);
+			r->have_oif = true;
+		}
+		break;
+	}
+	return MNL_CB_OK;
+}
+
+static int route_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct rtmsg *rt = mnl_nlmsg_get_payload(nlh);
+	struct nl_reply *r = data;
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE)
+		return MNL_CB_OK;
+	r->type = rt->rtm_type;
+	return mnl_attr_parse(nlh, sizeof(*rt), route_attr, r);
+}
+
+static int neigh_attr(const struct nlattr *a, void *data)
+{
+	struct nl_reply *r = data;
+
+	if (mnl_attr_get_type(a) == NDA_LLADDR &&
+	    mnl_attr_get_payload_len(a) == 6) {
+		memcpy(r->mac, mnl_attr_get_payload(a), 6);
+		r->have_mac = true;
+	}
+	return MNL_CB_OK;
+}
+
+static int neigh_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct ndmsg *nd = mnl_nlmsg_get_payload(nlh);
+	struct nl_reply *r = data;
+
+	if (nlh->nlmsg_type != RTM_NEWNEIGH)
+		return MNL_CB_OK;
+	r->state = nd->ndm_state;
+	return mnl_attr_parse(nlh, sizeof(*nd), neigh_attr, r);
+}
+
+/* One request, its answer to @cb; -errno (ENOENT: none) or 0. */
+static int nl_ask(struct urxe_packet *p, struct nlmsghdr *nlh, mnl_cb_t cb,
+		  void *data)
+{
+	char buf[8192];
+	unsigned int portid = mnl_socket_get_portid(p->nl);
+	ssize_t n;
+	int rc;
+
+	nlh->nlmsg_seq = ++p->nl_seq;
+	if (mnl_socket_sendto(p->nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	/* A GET without NLM_F_DUMP: one answer, the object or an error. */
+	n = mnl_socket_recvfrom(p->nl, buf, sizeof(buf));
+	if (n < 0)
+		return -errno;
+	rc = mnl_cb_run(buf, (size_t)n, p->nl_seq, portid, cb, data);
+	return rc < 0 ? -errno : 0;
+}
+
+/* The next hop toward @gid: @hop (a GID) on our interface, or -errno. */
+static int route_get(struct urxe_packet *p, const uint8_t *gid, uint8_t *hop)
+{
+	char req[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
+	struct rtmsg *rt;
+	struct nl_reply r = { 0 };
+	bool v4 = urxe_gid_is_v4(gid);
+	int rc;
+
+	nlh->nlmsg_type = RTM_GETROUTE;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+	rt->rtm_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
+	rt->rtm_dst_len = v4 ? 32 : 128;
+	r.family = rt->rtm_family;
+	mnl_attr_put(nlh, RTA_DST, v4 ? 4 : 16, v4 ? gid + 12 : gid);
+	if (!v4 && gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80)
+		mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)p->ifindex);
+	rc = nl_ask(p, nlh, route_cb, &r);
+	if (rc)
+		return rc;
+	if (r.type == RTN_LOCAL)
+		return -EADDRNOTAVAIL;		/* this host's own address */
+	if (r.type != RTN_UNICAST || !r.have_oif)
+		return -ENETUNREACH;
+	if (r.oif != p->ifindex)
+		return -EXDEV;
+	if (!r.have_gw) {
+		memcpy(hop, gid, 16);
+	} else if (v4) {
+		gid_from_v4(hop, r.gw);
+	} else {
+		memcpy(hop, r.gw, 16);
+	}
+	return 0;
+}
+
+/* The kernel's entry for @hop: 0 and @mac when usable, else -errno. */
+static int neigh_get(struct urxe_packet *p, const uint8_t *hop, uint8_t *mac)
+{
+	char req[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
+	struct ndmsg *nd;
+	struct nl_reply r = { 0 };
+	bool v4 = urxe_gid_is_v4(hop);
+	int rc;
+
+	nlh->nlmsg_type = RTM_GETNEIGH;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nd = mnl_nlmsg_put_extra_header(nlh, sizeof(*nd));
+	nd->ndm_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
+	nd->ndm_ifindex = p->ifindex;
+	mnl_attr_put(nlh, NDA_DST, v4 ? 4 : 16, v4 ? hop + 12 : hop);
+	rc = nl_ask(p, nlh, neigh_cb, &r);
+	if (rc)
+		return rc;
+	if (!r.have_mac || !(r.state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY |
+					 NUD_PROBE | NUD_PERMANENT | NUD_NOARP)))
+		return -EHOSTUNREACH;
+	memcpy(mac, r.mac, 6);
+	return 0;
+}
+
+/* An ordinary datagram toward @hop makes the kernel resolve it. */
+static void neigh_trigger(struct urxe_packet *p, const uint8_t *hop)
+{
+	bool v4 = urxe_gid_is_v4(hop);
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, p->ifname,
+		   (socklen_t)strlen(p->ifname));
+	if (v4) {
+		a4.sin_port = htons(DISCARD_PORT);
+		memcpy(&a4.sin_addr, hop + 12, 4);
+		sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&a4, sizeof(a4));
+	} else {
+		a6.sin6_port = htons(DISCARD_PORT);
+		memcpy(&a6.sin6_addr, hop, 16);
+		a6.sin6_scope_id = (uint32_t)p->ifindex;
+		sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&a6, sizeof(a6));
+	}
+	close(fd);
+}
+
+static void mcast_mac(const uint8_t *gid, uint8_t *mac)
+{
+	if (urxe_gid_is_v4(gid)) {
+		mac[0] = 0x01;
+		mac[1] = 0x00;
+		mac[2] = 0x5e;
+		mac[3] = gid[13] & 0x7f;
+		mac[4] = gid[14];
+		mac[5] = gid[15];
+	} else {
+		mac[0] = mac[1] = 0x33;
+		memcpy(mac + 2, gid + 12, 4);
+	}
+}
+
+static bool gid_is_mcast(const uint8_t *gid)
+{
+	return urxe_gid_is_v4(gid) ? (gid[12] & 0xf0) == 0xe0 : gid[0] == 0xff;
+}
+
+static int resolve(struct urxe_packet *p, const uint8_t *gid, uint8_t *mac)
+{
+	char name[INET6_ADDRSTRLEN];
+	uint8_t hop[16];
+	unsigned int i;
+	int rc, waited;
+
+	rc = route_get(p, gid, hop);
+	if (rc)
+		goto err;
+	rc = neigh_get(p, hop, mac);
+	if (!rc)
+		return 0;
+	neigh_trigger(p, hop);
+	for (waited = 0; waited < NEIGH_WAIT_MS; waited++) {
+		poll(NULL, 0, 1);
+		rc = neigh_get(p, hop, mac);
+		if (!rc)
+			return 0;
+		if (waited == NEIGH_WAIT_MS / 2)
+			neigh_trigger(p, hop);
+	}
+err:
+	if (urxe_gid_is_v4(gid))
+		inet_ntop(AF_INET, gid + 12, name, sizeof(name));
+	else
+		inet_ntop(AF_INET6, gid, name, sizeof(name));
+	for (i = 0; i < NEIGH_SLOTS; i++)
+		if (p->neigh[i].used && !memcmp(p->neigh[i].gid, gid, 16) &&
+		    p->neigh[i].err == rc)
+			return rc;		/* said so already */
+	if (rc == -EADDRNOTAVAIL)
+		urxe_err("packet backend: %s is this host's own address: the packet backend cannot reach a process on its own host through %s (use the udp backend or another namespace)",
+			 name, p->ifname);
+	else if (rc == -EXDEV || rc == -ENETUNREACH)
+		urxe_err("packet backend: no route to %s through %s", name,
+			 p->ifname);
+	else
+		urxe_err("packet backend: cannot resolve the link-layer address of %s on %s (no ARP/neighbour reply within %d ms): %s",
+			 name, p->ifname, NEIGH_WAIT_MS, strerror(-rc));
+	return rc;
+}
+
+/* The destination MAC of a frame to @gid: 0, or -errno (cached too). */
+static int dest_mac(struct urxe_packet *p, const uint8_t *gid, uint8_t *mac)
+{
+	struct neigh *n = &p->neigh[p->neigh_last];
+	uint64_t now;
+	unsigned int i;
+
+	if (p->loopback) {
+		memset(mac, 0, 6);
+		return 0;
+	}
+	if (gid_is_mcast(gid)) {
+		mcast_mac(gid, mac);
+		return 0;
+	}
+	now = now_ns();
+	if (!(n->used && !memcmp(n->gid, gid, 16))) {
+		n = NULL;
+		for (i = 0; i < NEIGH_SLOTS; i++) {
+			if (p->neigh[i].used &&
+			    !memcmp(p->neigh[i].gid, gid, 16)) {
+				n = &p->neigh[i];
+				p->neigh_last = i;
+				break;
+			}
+		}
+	}
+	if (!n || now >= n->until_ns) {
+		uint8_t m[6];
+		int rc = resolve(p, gid, m);
+
+		if (!n) {
+			p->neigh_last = p->neigh_next++ % NEIGH_SLOTS;
+			n = &p->neigh[p->neigh_last];
+			memcpy(n->gid, gid, 16);
+			n->used = true;
+		}
+		/* A failure that was good before keeps the old MAC a while. */
+		if (!rc || n->err)
+			n->err = rc;
+		if (!rc)
+			memcpy(n->mac, m, 6);
+		n->until_ns = now_ns() + NEIGH_TTL_NS;
+	}
+	if (n->err)
+		return n->err;
+	memcpy(mac, n->mac, 6);
+	return 0;
+}
+
+/* ---- rings ---- */
+
+static struct tpacket2_hdr *frame_at(const struct ring *r, unsigned int i)
+{
+	return (struct tpacket2_hdr *)(void *)(r->base +
+					       (size_t)i * r->frame_size);
+}
+
+static uint32_t status_acquire(const struct tpacket2_hdr *h)
+{
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+}
+
+/* Hands a frame to the kernel after everything in it is written. */
+static void status_release(struct tpacket2_hdr *h, uint32_t st)
+{
+	__atomic_store_n(&h->tp_status, st, __ATOMIC_RELEASE);
+}
+
+static int flush(struct urxe_packet *p)
+{
+	if (send(p->fd, NULL, 0, MSG_DONTWAIT) >= 0)
+		return 0;
+	return errno == EAGAIN || errno == ENOBUFS ? -EAGAIN : -errno;
+}
+
+int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
+		     unsigned int n)
+{
+	unsigned int i, queued = 0;
+	struct tpacket2_hdr *h;
+	uint8_t dmac[6];
+	uint32_t st;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		h = frame_at(&p->tx, p->tx.head);
+		st = status_acquire(h);
+		if (st != TP_STATUS_AVAILABLE && st != TP_STATUS_WRONG_FORMAT) {
+			if (queued)
+				flush(p);
+			queued = 0;
+			st = status_acquire(h);
+			if (st != TP_STATUS_AVAILABLE &&
+			    st != TP_STATUS_WRONG_FORMAT) {
+				rc = -EAGAIN;	/* frames still on their way */
+				break;
+			}
+		}
+		rc = dest_mac(p, out[i].dst, dmac);
+		if (!rc)
+			rc = urxe_packet_build(dmac, p->mac, &out[i],
+					       (uint8_t *)h + TX_DATA_OFF,
+					       p->tx.frame_size - TX_DATA_OFF,
+					       p->mtu);
+		if (rc < 0)
+			break;
+		h->tp_len = (uint32_t)rc;
+		rc = 0;
+		status_release(h, TP_STATUS_SEND_REQUEST);
+		p->tx.head = (p->tx.head + 1) % p->tx.nframes;
+		queued++;
+	}
+	if (queued) {
+		int frc = flush(p);
+
+		if (frc && frc != -EAGAIN)
+			urxe_dbg("packet backend: send: %s", strerror(-frc));
+	}
+	return i ? (int)i : rc;
+}
+
+int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
+		     unsigned int n)
+{
+	unsigned int got = 0, idx;
+	struct tpacket2_hdr *h;
+	const struct sockaddr_ll *sll;
+	uint32_t st;
+
+	urxe_packet_release(p);
+	while (got < n && p->rx_held < p->rx.nframes) {
+		idx = (p->rx.head + p->rx_held) % p->rx.nframes;
+		h = frame_at(&p->rx, idx);
+		st = status_acquire(h);
+		if (!(st & TP_STATUS_USER))
+			break;
+		p->rx_held++;
+		sll = (const struct sockaddr_ll *)(const void *)
+		      ((const uint8_t *)h + TPACKET_ALIGN(sizeof(*h)));
+		if (sll->sll_pkttype == PACKET_OUTGOING ||
+		    sll->sll_pkttype == PACKET_OTHERHOST)
+			continue;
+		if (h->tp_snaplen < h->tp_len) {
+			if (!p->warned_trunc)
+				urxe_warn("packet backend: a %u-byte frame on %s is longer than the ring's frames (a GSO super-frame from a veth peer? its sender must segment: URXE_GSO=0, or ethtool -K IF tx-udp-segmentation off); dropped",
+					  h->tp_len, p->ifname);
+			p->warned_trunc = true;
+			continue;
+		}
+		if (urxe_packet_parse((const uint8_t *)h + h->tp_mac,
+				      h->tp_snaplen, &in[got]))
+			continue;
+		got++;
+	}
+	return (int)got;
+}
+
+void urxe_packet_release(struct urxe_packet *p)
+{
+	while (p->rx_held) {
+		status_release(frame_at(&p->rx, p->rx.head), TP_STATUS_KERNEL);
+		p->rx.head = (p->rx.head + 1) % p->rx.nframes;
+		p->rx_held--;
+	}
+}
+
+/* ---- opening ---- */
+
+static unsigned int pow2_at_least(unsigned int v)
+{
+	unsigned int p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static int set_int(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
+}
+
+static int setup_rings(struct urxe_packet *p)
+{
+	unsigned int wire = (p->mtu < ROCE_FRAME_MAX ? p->mtu : ROCE_FRAME_MAX) +
+			    14 + 4;
+	unsigned int fs = pow2_at_least(TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + wire);
+	struct tpacket_req rx = { 0 }, tx = { 0 };
+	unsigned int block = fs > BLOCK_BYTES ? fs : BLOCK_BYTES;
+	int rc;
+
+	rc = set_int(p->fd, SOL_PACKET, PACKET_VERSION, TPACKET_V2);
+	if (rc)
+		return rc;
+	rx.tp_block_size = block;
+	rx.tp_frame_size = fs;
+	rx.tp_block_nr = RX_RING_BYTES / block ? RX_RING_BYTES / block : 1;
+	rx.tp_frame_nr = rx.tp_block_nr * (block / fs);
+	tx.tp_block_size = block;
+	tx.tp_frame_size = fs;
+	tx.tp_block_nr = (TX_FRAMES * fs + block - 1) / block;
+	tx.tp_frame_nr = tx.tp_block_nr * (block / fs);
+	if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &rx, sizeof(rx)) ||
+	    setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof(tx)))
+		return -errno;
+	p->map_len = (size_t)(rx.tp_block_nr + tx.tp_block_nr) * block;
+	p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_POPULATE, p->fd, 0);
+	if (p->map == MAP_FAILED) {
+		p->map = NULL;
+		return -errno;
+	}
+	/* The RX ring comes first in the mapping, then the TX ring. */
+	p->rx.base = p->map;
+	p->rx.frame_size = fs;
+	p->rx.nframes = rx.tp_frame_nr;
+	p->tx.base = p->map + (size_t)rx.tp_block_nr * block;
+	p->tx.frame_size = fs;
+	p->tx.nframes = tx.tp_frame_nr;
+	return 0;
+}
+
+/* Protocol 0 until bound: nothing is queued before the filter is on. */
+static int open_ring_socket(struct urxe_packet *p, unsigned int slot)
+{
+	struct sockaddr_ll ll = {
+		.sll_family = AF_PACKET,
+		.sll_protocol = htons(ETH_P_ALL),
+		.sll_ifindex = p->ifindex,
+	};
+	struct sock_fprog prog;
+	int rc;
+
+	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (p->fd < 0)
+		return -errno;
+	rc = urxe_packet_filter_compile(slot, &prog);
+	if (rc)
+		return rc;
+	rc = setsockopt(p->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+			sizeof(prog)) ? -errno : 0;
+	free(prog.filter);
+	if (rc)
+		return rc;
+	/* A malformed TX frame is skipped, not a stop of the ring. */
+	set_int(p->fd, SOL_PACKET, PACKET_LOSS, 1);
+	rc = setup_rings(p);
+	if (rc)
+		return rc;
+	/* Sent frames skip the qdisc (and so local taps: capture remotely). */
+	set_int(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, 1);
+	/* Others' frames leaving this interface are not ours (4.20+). */
+	set_int(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
+	if (bind(p->fd, (struct sockaddr *)&ll, sizeof(ll)))
+		return -errno;
+	return 0;
+}
+
+/*
+ * The kernel's stack sees our frames too; a bound UDP socket that takes
+ * nothing stops it from answering ICMP port unreachable.  Best effort:
+ * another owner of the port (a udp backend) does the same job.
+ */
+static int open_sink(int family, const struct urxe_packet_conf *c)
+{
+	static struct sock_filter none[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog prog = { .len = 1, .filter = none };
+	struct sockaddr_in6 a6 = {
+		.sin6_family = AF_INET6, .sin6_port = htons(URXE_UDP_PORT),
+	};
+	struct sockaddr_in a4 = {
+		.sin_family = AF_INET, .sin_port = htons(URXE_UDP_PORT),
+	};
+	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -1;
+	if (c->ifc->loopback)
+		a4.sin_addr = c->lo_addr;
+	set_int(fd, SOL_SOCKET, SO_REUSEPORT, 1);
+	if (family == AF_INET6)
+		set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	set_int(fd, SOL_SOCKET, SO_RCVBUF, 0);
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ||
+	    (family == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4)) :
+				 bind(fd, (struct sockaddr *)&a6, sizeof(a6)))) {
+		urxe_dbg("packet backend: no sink socket on UDP %d (%s): the kernel may answer ICMP port unreachable",
+			 URXE_UDP_PORT, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int urxe_packet_open(const struct urxe_packet_conf *conf,
+		     struct urxe_packet **out)
+{
+	struct urxe_packet *p;
+	int rc;
+
+	if (!conf || !conf->ifc || !out)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->fd = -1;
+	p->sink[0] = p->sink[1] = -1;
+	p->ifindex = conf->ifc->ifindex;
+	p->mtu = conf->ifc->mtu;
+	p->loopback = conf->ifc->loopback;
+	memcpy(p->mac, conf->ifc->mac, 6);
+	snprintf(p->ifname, sizeof(p->ifname), "%s", conf->ifc->name);
+	rc = open_ring_socket(p, conf->slot);
+	if (rc == -EPERM || rc == -EACCES) {
+		urxe_err("the packet backend needs CAP_NET_RAW (raw sockets on %s): run the program with it, e.g. `setpriv --inh-caps=+net_raw --ambient-caps=+net_raw -- PROGRAM` as root for an ordinary user, or use backend udp, which needs no privilege",
+			 p->ifname);
+		goto err;
+	}
+	if (rc) {
+		urxe_err("packet backend: cannot open the ring socket on %s: %s",
+			 p->ifname, strerror(-rc));
+		goto err;
+	}
+	p->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	if (!p->nl || mnl_socket_bind(p->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		rc = -errno;
+		goto err;
+	}
+	p->nl_seq = (unsigned int)time(NULL);
+	p->sink[0] = open_sink(AF_INET, conf);
+	if (!conf->ifc->loopback && conf->ifc->has_ipv6)
+		p->sink[1] = open_sink(AF_INET6, conf);
+	*out = p;
+	return 0;
+
+err:
+	urxe_packet_close(p);
+	return rc;
+}
+
+void urxe_packet_close(struct urxe_packet *p)
+{
+	if (!p)
+		return;
+	if (p->map)
+		munmap(p->map, p->map_len);
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->sink[0] >= 0)
+		close(p->sink[0]);
+	if (p->sink[1] >= 0)
+		close(p->sink[1]);
+	if (p->nl)
+		mnl_socket_close(p->nl);
+	free(p);
+}
+
+int urxe_packet_fd(const struct urxe_packet *p)
+{
+	return p->fd;
+}
+
+unsigned int urxe_packet_rx_frames(const struct urxe_packet *p)
+{
+	return p->rx.nframes;
+}
+
+bool urxe_packet_rx_pending(const struct urxe_packet *p)
+{
+	unsigned int idx = (p->rx.head + p->rx_held) % p->rx.nframes;
+
+	return status_acquire(frame_at(&p->rx, idx)) & TP_STATUS_USER;
+}
