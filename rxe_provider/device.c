@@ -94,12 +94,6 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	struct urxe_dev *dev;
 	int rc;
 
-	if (desc->backend != URXE_BACKEND_UDP) {
-		urxe_err("%s: the %s backend is not available yet; use backend udp (urxe dev add %s netdev %s backend udp)",
-			 desc->name, urxe_backend_names[desc->backend],
-			 desc->name, desc->netdev);
-		return -EOPNOTSUPP;
-	}
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
@@ -274,6 +268,9 @@ void urxe_dev_after_fork_child(void)
 		if (dev->udp)
 			urxe_udp_close(dev->udp);
 		dev->udp = NULL;
+		if (dev->pkt)
+			urxe_packet_close(dev->pkt);
+		dev->pkt = NULL;
 		dev->nudp_fds = 0;
 		dev->dead = true;
 	}

@@ -16,6 +16,7 @@
 #include <urxe/util.h>
 
 #include "provider_int.h"
+#include "transport_packet.h"
 
 #define RX_BATCH 16
 #define RX_BUF 65536			/* a GRO datagram: up to 64 KiB */
@@ -545,7 +546,8 @@ int urxe_dev_transport_init(struct urxe_dev *dev)
 	struct urxe_engine_conf conf = {
 		.slot = dev->slot.index,
 		.gid0 = dev->gids[0],
-		.ops = &dev_ops,
+		.ops = dev->desc.backend == URXE_BACKEND_PACKET ?
+		       &urxe_packet_dev_ops : &dev_ops,
 		.priv = dev,
 		.stats = dev->stats,
 	};
@@ -560,6 +562,8 @@ void urxe_dev_transport_fini(struct urxe_dev *dev)
 		urxe_engine_destroy(dev->eng);
 		if (dev->udp)
 			urxe_udp_close(dev->udp);
+		if (dev->pkt)
+			urxe_dev_packet_unbind(dev);
 		urxe_capture_close(dev->cap);
 	}
 	urxe_faults_destroy(dev->faults);
@@ -666,8 +670,9 @@ int urxe_dev_bind(struct urxe_dev *dev)
 	if (dev->dead)
 		return -EIO;
 	pthread_mutex_lock(&dev->bind_lock);
-	if (!dev->udp)
-		rc = bind_locked(dev);
+	if (!dev->udp && !dev->pkt)
+		rc = dev->desc.backend == URXE_BACKEND_PACKET ?
+		     urxe_dev_packet_bind(dev) : bind_locked(dev);
 	pthread_mutex_unlock(&dev->bind_lock);
 	if (rc)
 		urxe_err("%s: cannot open the sockets on %s: %s", dev->desc.name,
@@ -698,7 +703,7 @@ int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms)
 		pfd[0].fd = fd;
 		pfd[0].events = POLLIN;
 		n = 1;
-		if (!dev->dead && dev->udp) {
+		if (!dev->dead && (dev->udp || dev->pkt)) {
 			for (i = 0; i < dev->nudp_fds; i++, n++) {
 				pfd[n].fd = dev->udp_fds[i];
 				pfd[n].events = POLLIN;

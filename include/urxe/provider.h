@@ -63,6 +63,7 @@ struct urxe_dev {
 	struct urxe_udp *udp;		/* NULL until urxe_dev_bind() */
 	int udp_fds[URXE_UDP_MAX_FDS];	/* fixed once bound */
 	unsigned int nudp_fds;
+	struct urxe_packet *pkt;	/* backend packet: NULL until bound */
 	struct urxe_dev_rx *rx;		/* receive buffers */
 	struct urxe_dev_tx *tx;		/* fault injection scratch */
 	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */

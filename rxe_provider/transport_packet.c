@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The engine's operations over the packet backend (netdev/packet.c):
+ * packets go into the TX ring, one send() per batch; received frames are
+ * fed to the engine where they lie in the RX ring, with their real IP
+ * header (the ICRC is checked in full), and handed back afterwards.
+ * URXE_PCAP records both directions; URXE_FAULTS is the udp backend's.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <urxe/log.h>
+#include <urxe/provider.h>
+#include <urxe/util.h>
+
+#include "provider_int.h"
+#include "transport_packet.h"
+
+#define TX_BATCH 64
+#define RX_BATCH 32
+#define TX_TRIES 3
+#define WINDOW_READ_REAL 32
+/* Packets in flight toward one receiver, at most (its ring holds more). */
+#define BUDGET_MAX 256
+
+static uint64_t pkt_now(void *priv)
+{
+	struct timespec ts;
+
+	(void)priv;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Frames are built here: the port asked for is the port sent. */
+static uint16_t pkt_sport(void *priv, uint16_t sport)
+{
+	(void)priv;
+	return sport;
+}
+
+static void capture_tx(struct urxe_dev *dev, const struct urxe_packet_out *o)
+{
+	static __thread uint8_t flat[9216];
+	struct urxe_capture_pkt c = {
+		.tx = true, .src = o->src, .dst = o->dst, .sport = o->sport,
+		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64, .ip_id = 0,
+		.roce = flat,
+	};
+	unsigned int i;
+
+	for (i = 0; i < o->niov && c.len + o->iov[i].iov_len <= sizeof(flat); i++) {
+		memcpy(flat + c.len, o->iov[i].iov_base, o->iov[i].iov_len);
+		c.len += (uint32_t)o->iov[i].iov_len;
+	}
+	urxe_capture_write(dev->cap, &c);
+}
+
+static void count_lost(struct urxe_dev *dev, unsigned int lost)
+{
+	if (dev->stats && lost)
+		atomic_fetch_add_explicit(&dev->stats->counters[URXE_CNT_SEND_ERR],
+					  lost, memory_order_relaxed);
+}
+
+static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
+{
+	struct urxe_dev *dev = priv;
+	struct urxe_packet_out out[TX_BATCH];
+	unsigned int i, sent = 0, tries = 0;
+	int rc = 0;
+
+	if (!dev->pkt)
+		return -ENOTCONN;
+	if (n > TX_BATCH)
+		n = TX_BATCH;
+	for (i = 0; i < n; i++) {
+		out[i].dst = pkts[i].dgid.raw;
+		out[i].src = pkts[i].sgid.raw;
+		out[i].sport = pkts[i].sport;
+		out[i].tos = pkts[i].tclass;
+		out[i].iov = pkts[i].iov;
+		out[i].niov = pkts[i].niov;
+	}
+	while (sent < n) {
+		rc = urxe_packet_send(dev->pkt, out + sent, n - sent);
+		if (rc == -EAGAIN && ++tries <= TX_TRIES) {
+			/* The TX ring is full of frames still leaving. */
+			struct pollfd pfd = {
+				.fd = urxe_packet_fd(dev->pkt), .events = POLLOUT,
+			};
+
+			poll(&pfd, 1, 1);
+			continue;
+		}
+		if (rc == -EAGAIN)
+			break;
+		if (rc < 0) {
+			/* This one cannot go (too big, no neighbour): dropped. */
+			urxe_dbg("%s: send: %s", dev->desc.name, strerror(-rc));
+			count_lost(dev, 1);
+			sent++;
+			continue;
+		}
+		if (dev->cap)
+			for (i = sent; i < sent + (unsigned int)rc; i++)
+				capture_tx(dev, &out[i]);
+		sent += (unsigned int)rc;
+	}
+	if (sent < n && sent)
+		count_lost(dev, n - sent);	/* as on a congested wire */
+	return sent || rc != -EAGAIN ? (int)n : -EAGAIN;
+}
+
+static void capture_rx(struct urxe_dev *dev, const struct urxe_packet_in *in)
+{
+	struct urxe_capture_pkt c = {
+		.tx = false, .src = in->src, .dst = in->dst, .sport = in->sport,
+		.dport = in->dport, .tos = in->tos, .ttl = in->ttl,
+		.ip_id = in->ip_id, .roce = in->roce, .len = in->len,
+	};
+
+	urxe_capture_write(dev->cap, &c);
+}
+
+static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)
+{
+	struct urxe_dev *dev = priv;
+	struct urxe_packet_in in[RX_BATCH];
+	struct urxe_rx_meta meta;
+	uint64_t now = pkt_now(dev);
+	int total = 0, n, i;
+
+	if (!dev->pkt)
+		return 0;
+	while (total < budget) {
+		n = urxe_packet_recv(dev->pkt, in, budget - total < RX_BATCH ?
+					 (unsigned int)(budget - total) : RX_BATCH);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			memset(&meta, 0, sizeof(meta));
+			memcpy(meta.sgid.raw, in[i].src, 16);
+			memcpy(meta.dgid.raw, in[i].dst, 16);
+			meta.sport = in[i].sport;
+			meta.dport = in[i].dport;
+			meta.tos = in[i].tos;
+			meta.ttl = in[i].ttl;
+			meta.now_ns = now;
+			/* The real header: the ICRC check is exact. */
+			meta.ip_hdr_known = true;
+			meta.ip = in[i].ip;
+			meta.ip_len = in[i].ip_len;
+			meta.ip_id_hint = in[i].ip_id;
+			if (dev->cap)
+				capture_rx(dev, &in[i]);
+			urxe_engine_input(eng, in[i].roce, in[i].len, &meta);
+		}
+		urxe_packet_release(dev->pkt);
+		total += n;
+	}
+	return total;
+}
+
+const struct urxe_engine_ops urxe_packet_dev_ops = {
+	.xmit = pkt_xmit,
+	.now = pkt_now,
+	.sport = pkt_sport,
+	.rx_poll = pkt_rx_poll,
+};
+
+int urxe_dev_packet_bind(struct urxe_dev *dev)
+{
+	const char *pcap = getenv("URXE_PCAP"), *faults = getenv("URXE_FAULTS");
+	struct urxe_packet_conf conf = {
+		.ifc = &dev->iface,
+		.slot = dev->slot.index,
+		.lo_addr = urxe_slot_loopback_addr(dev->slot.addr_index),
+	};
+	unsigned int budget;
+	int fd, rc;
+
+	if (faults && *faults)
+		urxe_warn("%s: URXE_FAULTS is not supported on the packet backend; ignored",
+			  dev->desc.name);
+	if (pcap && *pcap)
+		urxe_capture_open(pcap, dev->iface.mac, &dev->cap);
+	rc = urxe_packet_open(&conf, &dev->pkt);
+	if (rc)
+		goto err_cap;
+	fd = urxe_packet_fd(dev->pkt);
+	dev->udp_fds[0] = fd;
+	dev->nudp_fds = 1;
+	/* Peers are assumed to hold what we do, within reason. */
+	budget = urxe_packet_rx_frames(dev->pkt) / 4;
+	urxe_engine_set_budget(dev->eng, budget < BUDGET_MAX ? budget : BUDGET_MAX);
+	if (!dev->iface.loopback)
+		urxe_engine_set_read_window(dev->eng, WINDOW_READ_REAL);
+	rc = urxe_engine_thread_start(dev->eng, dev->udp_fds, dev->nudp_fds);
+	if (rc)
+		goto err_pkt;
+	return 0;
+
+err_pkt:
+	urxe_packet_close(dev->pkt);
+	dev->pkt = NULL;
+	dev->nudp_fds = 0;
+err_cap:
+	urxe_capture_close(dev->cap);
+	dev->cap = NULL;
+	return rc;
+}
+
+void urxe_dev_packet_unbind(struct urxe_dev *dev)
+{
+	urxe_packet_close(dev->pkt);
+	dev->pkt = NULL;
+	dev->nudp_fds = 0;
+}
