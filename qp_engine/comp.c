@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The completer: acknowledgements, NAKs, READ responses and atomic
- * acknowledgements retire send WQEs in order (IBA 9.7.5 - 9.7.7); the
+ * acknowledgements retire send WQEs in order (IBA 9.7.5 - 9.7.7), for RC
+ * and XRC INI QPs alike (their answers carry no XRCETH); the
  * transport timer and the RNR timer send the requester back (go-back-N);
  * flushing completes everything with IBV_WC_WR_FLUSH_ERR.
  * Progress lock held throughout.
@@ -396,8 +397,9 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 {
 	uint8_t syn;
 
-	if (qp->type != IBV_QPT_RC || (qp->attr.state != IBV_QPS_RTS &&
-				       qp->attr.state != IBV_QPS_SQD))
+	/* (engine.c lets XRC answers reach INI QPs only) */
+	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) ||
+	    (qp->attr.state != IBV_QPS_RTS && qp->attr.state != IBV_QPS_SQD))
 		return;
 	if (oi->flags & URXE_F_READ) {
 		read_resp(qp, bth, oi, pkt, paylen);

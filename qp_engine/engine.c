@@ -73,6 +73,7 @@ void urxe_engine_destroy(struct urxe_engine *eng)
 	free(eng->tx_buf);
 	free(eng->live);
 	free(eng->mc);
+	free(eng->xsrqs);
 	free(eng->qps);
 	free(eng->keys);
 	free(eng);
@@ -176,7 +177,7 @@ void urxe_mem_put(struct urxe_mem *mem)
 static void streaming_update(struct urxe_eqp *qp)
 {
 	atomic_store_explicit(&qp->streaming,
-			      qp->type == IBV_QPT_RC &&
+			      urxe_qp_reliable(qp) &&
 			      urxe_psn_diff(qp->psn, qp->acked_psn) > 0,
 			      memory_order_relaxed);
 }
@@ -211,23 +212,29 @@ void urxe_engine_set_budget(struct urxe_engine *eng, uint32_t pkts)
 	pthread_mutex_unlock(&eng->lock);
 }
 
+int urxe_index_alloc(struct urxe_engine *eng)
+{
+	uint32_t i, idx;
+
+	for (i = 0; i < URXE_QP_SLOTS; i++) {
+		idx = (eng->qp_next + i) & (URXE_QP_SLOTS - 1);
+		if (!eng->qps[idx] && !(eng->xsrqs && eng->xsrqs[idx])) {
+			/* Round robin: a freed number is not reused at once. */
+			eng->qp_next = idx + 1;
+			return (int)idx;
+		}
+	}
+	return -ENOMEM;
+}
+
 int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 {
-	uint32_t i, idx = 0;
+	uint32_t idx = 0;
 	int rc = 0;
 
 	/* Lock order: the progress lock, then qp_lock (as qp_remove). */
 	pthread_mutex_lock(&eng->lock);
 	pthread_mutex_lock(&eng->qp_lock);
-	for (i = 0; i < URXE_QP_SLOTS; i++) {
-		idx = (eng->qp_next + i) & (URXE_QP_SLOTS - 1);
-		if (!eng->qps[idx])
-			break;
-	}
-	if (i == URXE_QP_SLOTS) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	if (eng->nlive == eng->live_cap) {
 		uint32_t cap = eng->live_cap ? eng->live_cap * 2 : 16;
 		struct urxe_eqp **l = realloc(eng->live, cap * sizeof(*l));
@@ -239,8 +246,11 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 		eng->live = l;
 		eng->live_cap = cap;
 	}
-	/* Round robin: a destroyed QP's number is not reused at once. */
-	eng->qp_next = idx + 1;
+	rc = urxe_index_alloc(eng);
+	if (rc < 0)
+		goto out;
+	idx = (uint32_t)rc;
+	rc = 0;
 	qp->eng = eng;
 	qp->qpn = eng->slot << URXE_QPN_INDEX_BITS | idx;
 	qp->attr.state = IBV_QPS_RESET;
@@ -292,6 +302,12 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 	qp->on_list = false;
 	pthread_mutex_unlock(&eng->list_lock);
 	urxe_mcast_qp_gone(eng, qp);
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		/* The WQE a TGT QP holds goes back to its owner as flushed. */
+		urxe_resp_xrc_release(qp);
+		free(qp->srq_wqe);
+		qp->srq_wqe = NULL;
+	}
 	if (qp->wr_mem)
 		urxe_mem_put(qp->wr_mem);
 	qp->wr_mem = NULL;
@@ -340,6 +356,8 @@ void urxe_qp_error(struct urxe_eqp *qp, enum ibv_event_type ev)
 
 static void qp_reset(struct urxe_eqp *qp)
 {
+	if (qp->type == IBV_QPT_XRC_RECV)
+		urxe_resp_xrc_release(qp);
 	qp->sq_next = qp->sq_comp = atomic_load(&qp->sq.cons);
 	atomic_store(&qp->sq.prod, qp->sq_next);
 	atomic_store(&qp->rq.prod, atomic_load(&qp->rq.cons));
@@ -449,7 +467,8 @@ out:
 
 /* ---- input ---- */
 
-static bool transport_ok(const struct urxe_eqp *qp, uint8_t opcode)
+static bool transport_ok(const struct urxe_eqp *qp, uint8_t opcode,
+			 const struct urxe_opinfo *oi)
 {
 	switch (urxe_opcode_transport(opcode)) {
 	case URXE_TR_RC:
@@ -458,6 +477,10 @@ static bool transport_ok(const struct urxe_eqp *qp, uint8_t opcode)
 		return qp->type == IBV_QPT_UC;
 	case URXE_TR_UD:
 		return qp->type == IBV_QPT_UD;
+	case URXE_TR_XRC:
+		/* XRC annex A14: requests to TGT QPs, answers to INI QPs. */
+		return qp->type == (oi->flags & URXE_F_REQ ? IBV_QPT_XRC_RECV
+							   : IBV_QPT_XRC_SEND);
 	default:
 		return false;
 	}
@@ -492,7 +515,7 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 		return;
 	}
 	qp = urxe_qp_lookup(eng, bth.dqpn);
-	if (!qp || !transport_ok(qp, bth.opcode)) {
+	if (!qp || !transport_ok(qp, bth.opcode, oi)) {
 		urxe_count(eng, URXE_CNT_DROPPED_NO_QP, 1);
 		return;
 	}

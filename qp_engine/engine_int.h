@@ -36,6 +36,15 @@ struct urxe_engine {
 	pthread_mutex_t qp_lock;
 	struct urxe_eqp **qps;
 	uint32_t qp_next;
+	/*
+	 * XRC SRQ table (srq.c): index -> SRQ, the same index space as the
+	 * QPs' (an index is one QP's or one XRC SRQ's); allocated with the
+	 * first.  Changed under the progress lock and qp_lock.  xsrq_stride:
+	 * the largest WQE slot of any XRC SRQ added so far; every TGT QP's
+	 * srq_wqe is NULL or at least that big.
+	 */
+	struct urxe_esrq **xsrqs;
+	uint32_t xsrq_stride;
 
 	/* key table */
 	pthread_mutex_t key_lock;
@@ -152,8 +161,23 @@ bool urxe_in_engine_thread(const struct urxe_engine *eng);
 void urxe_qpstats_publish(struct urxe_engine *eng);
 void urxe_qpstats_tick(struct urxe_engine *eng);
 
+/*
+ * RC and both halves of XRC: acknowledged, retransmitted, READs and
+ * atomics (IBA 9.7; XRC annex A14).
+ */
+static inline bool urxe_qp_reliable(const struct urxe_eqp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
 /* engine.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
+/*
+ * A free index of the QP number space (no QP, no XRC SRQ holds it), round
+ * robin; -ENOMEM when all are taken.  qp_lock held.
+ */
+int urxe_index_alloc(struct urxe_engine *eng);
 /* A QP attached to a multicast group. */
 struct urxe_mcast_att {
 	union ibv_gid gid;
@@ -262,7 +286,7 @@ void urxe_retx_arm(struct urxe_eqp *qp);
 /* Starts a round-trip sample at @psn unless one is in flight. */
 static inline void urxe_rtt_start(struct urxe_eqp *qp, uint32_t psn)
 {
-	if (qp->rtt_active || qp->type != IBV_QPT_RC)
+	if (qp->rtt_active || !urxe_qp_reliable(qp))
 		return;
 	qp->rtt_active = true;
 	qp->rtt_psn = psn;
@@ -281,5 +305,11 @@ void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		     uint32_t paylen, const struct urxe_rx_meta *meta);
 void urxe_resp_send_ack(struct urxe_eqp *qp);
 void urxe_resp_flush(struct urxe_eqp *qp);
+/*
+ * A TGT QP lets go of the XRC SRQ it points at: the WQE it holds is
+ * completed with IBV_WC_WR_FLUSH_ERR (to the SRQ's CQ), the message in
+ * progress is dropped, @srq, @pd and @rcq are cleared.
+ */
+void urxe_resp_xrc_release(struct urxe_eqp *qp);
 
 #endif

@@ -199,4 +199,9 @@ static inline void urxe_xrceth_put(uint8_t *p, uint32_t srqn)
 	urxe_put24(p + 1, srqn);
 }
 
+static inline uint32_t urxe_xrceth_get(const uint8_t *p)
+{
+	return urxe_get24(p + 1);
+}
+
 #endif

@@ -2,7 +2,10 @@
 /*
  * The requester: turns send WQEs into request packets (IBA 9.7.1 - 9.7.4).
  * Messages are cut at the path MTU; PSNs are assigned as packets first
- * leave, so a go-back-N rewind resends the very same PSNs.  RC keeps at
+ * leave, so a go-back-N rewind resends the very same PSNs.  An XRC INI
+ * QP (IBV_QPT_XRC_SEND) is an RC requester whose requests carry XRC
+ * opcodes and, each packet, XRCETH naming the remote SRQ (the WQE's
+ * remote_qpn).  RC and XRC keep at
  * most a window of packets unacknowledged (and as many READ response
  * packets awaited), its share of what the receive socket holds: an
  * unprivileged UDP socket holds ~208 KiB, and what overflows it is lost.
@@ -49,6 +52,8 @@ static enum urxe_transport qp_transport(const struct urxe_eqp *qp)
 		return URXE_TR_UC;
 	case IBV_QPT_UD:
 		return URXE_TR_UD;
+	case IBV_QPT_XRC_SEND:
+		return URXE_TR_XRC;
 	default:
 		return URXE_TR_RC;
 	}
@@ -104,6 +109,9 @@ static void put_ext_hdrs(const struct urxe_eqp *qp,
 			 const struct urxe_opinfo *oi, uint8_t *buf,
 			 uint64_t va, uint32_t len)
 {
+	/* XRC annex A14: every request packet names the SRQ it is for. */
+	if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_XRCETH))
+		urxe_xrceth_put(buf + oi->off[URXE_HDR_XRCETH], wqe->remote_qpn);
 	if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_DETH)) {
 		/* IBA 10.2.5: a Q_Key with the high bit set means the QP's. */
 		uint32_t qkey = wqe->remote_qkey & 0x80000000u ?
@@ -191,7 +199,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	 * few packets, not message by message (an ACK covers all before it).
 	 */
 	every = eng->window < 2 * URXE_ACK_EVERY ? eng->window : URXE_ACK_EVERY;
-	bth.ackreq = qp->type == IBV_QPT_RC &&
+	bth.ackreq = urxe_qp_reliable(qp) &&
 		     ((last && !more_posted(qp)) ||
 		      qp->unacked_pkts >= (every ? every : 1) ||
 		      urxe_psn_diff(urxe_psn_add(qp->psn, 1), qp->acked_psn) >=
@@ -289,7 +297,7 @@ static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 {
 	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
-	if (qp->type != IBV_QPT_RC)
+	if (!urxe_qp_reliable(qp))
 		return true;
 	/* (After a rewind, late answers may put acked_psn ahead of psn.) */
 	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= (int32_t)qp->eng->window)
@@ -403,10 +411,10 @@ void urxe_req_run(struct urxe_eqp *qp)
 			break;
 		qp->sq_next++;
 		/* Unreliable transports complete once the packets are out. */
-		if (qp->type != IBV_QPT_RC)
+		if (!urxe_qp_reliable(qp))
 			urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	}
-	if (qp->type == IBV_QPT_RC && !qp->retx_deadline)
+	if (urxe_qp_reliable(qp) && !qp->retx_deadline)
 		urxe_retx_arm(qp);
 }
 

@@ -6,9 +6,15 @@
  * acknowledges.  Duplicates are re-acknowledged or replayed, never
  * executed twice; an out-of-sequence request earns one PSN-sequence NAK.
  * Receive WQEs come from the QP's own receive queue or from its SRQ.
+ *
+ * An XRC TGT QP (IBV_QPT_XRC_RECV, IBA annex A14) is this RC responder
+ * with nothing of its own to deliver into: each request's XRCETH names an
+ * XRC SRQ of the QP's domain (xrc_target()), whose receive WQEs, PD and CQ
+ * the message uses; it answers with XRC opcodes.
  * Progress lock held throughout.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -16,14 +22,21 @@
 
 /* ---- sending ACKs, NAKs and responses ---- */
 
+/* Answers travel on the requester's transport: XRC for a TGT QP. */
+static uint8_t resp_opcode(const struct urxe_eqp *qp, enum urxe_op op)
+{
+	return urxe_opcode(qp->type == IBV_QPT_XRC_RECV ? URXE_TR_XRC
+							: URXE_TR_RC, op);
+}
+
 static void send_aeth(struct urxe_eqp *qp, uint32_t psn, uint8_t syndrome)
 {
-	const struct urxe_opinfo *oi = urxe_opinfo(URXE_OP_ACK);
 	struct urxe_tx_path path;
 	struct urxe_bth bth = {
-		.opcode = URXE_OP_ACK, .pkey = 0xffff,
+		.opcode = resp_opcode(qp, URXE_OP_ACK), .pkey = 0xffff,
 		.dqpn = qp->attr.dest_qpn, .psn = psn,
 	};
+	const struct urxe_opinfo *oi = urxe_opinfo(bth.opcode);
 	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
 
 	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH], syndrome, qp->msn);
@@ -77,7 +90,7 @@ static void send_read_resp(struct urxe_eqp *qp, const struct urxe_rd_res *res,
 				  last ? URXE_OP_READ_RESP_LAST :
 					 URXE_OP_READ_RESP_MIDDLE;
 		struct urxe_bth bth = {
-			.opcode = urxe_opcode(URXE_TR_RC, op), .pkey = 0xffff,
+			.opcode = resp_opcode(qp, op), .pkey = 0xffff,
 			.dqpn = qp->attr.dest_qpn, .psn = psn,
 		};
 		const struct urxe_opinfo *oi = urxe_opinfo(bth.opcode);
@@ -99,13 +112,12 @@ static void send_read_resp(struct urxe_eqp *qp, const struct urxe_rd_res *res,
 
 static void send_atomic_ack(struct urxe_eqp *qp, const struct urxe_rd_res *res)
 {
-	const struct urxe_opinfo *oi =
-		urxe_opinfo(urxe_opcode(URXE_TR_RC, URXE_OP_ATOMIC_ACK));
 	struct urxe_tx_path path;
 	struct urxe_bth bth = {
-		.opcode = urxe_opcode(URXE_TR_RC, URXE_OP_ATOMIC_ACK),
+		.opcode = resp_opcode(qp, URXE_OP_ATOMIC_ACK),
 		.pkey = 0xffff, .dqpn = qp->attr.dest_qpn, .psn = res->first_psn,
 	};
+	const struct urxe_opinfo *oi = urxe_opinfo(bth.opcode);
 	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
 
 	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH],
@@ -224,13 +236,95 @@ static void complete_recv(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
 	push_recv_cqe(qp, &wc, bth && bth->se);
 }
 
+/* ---- XRC targets (IBA annex A14) ---- */
+
+enum xrc_where {
+	XRC_NOT_FOUND,		/* no such SRQ, or one of another domain */
+	XRC_LOCAL,		/* an XRC SRQ of this engine */
+};
+
+/*
+ * Where a request to TGT QP @qp goes: the XRC SRQ its XRCETH names, if
+ * that belongs to the QP's XRC domain.  The one place that decides it.
+ */
+static enum xrc_where xrc_target(const struct urxe_eqp *qp,
+				 const struct urxe_opinfo *oi,
+				 const uint8_t *pkt, struct urxe_esrq **out)
+{
+	uint32_t srqn = urxe_xrceth_get(pkt + oi->off[URXE_HDR_XRCETH]);
+	struct urxe_esrq *srq = urxe_engine_xsrq_lookup(qp->eng, srqn);
+
+	*out = NULL;
+	if (!srq || srq->xrcd != qp->xrcd)
+		return XRC_NOT_FOUND;
+	*out = srq;
+	return XRC_LOCAL;
+}
+
+/* A message under way: a receive WQE held, a SEND or WRITE half placed. */
+static bool msg_in_progress(const struct urxe_eqp *qp)
+{
+	return qp->rq_active || qp->srq_held || qp->wr_mem != NULL;
+}
+
+static void xrc_unbind(struct urxe_eqp *qp)
+{
+	qp->srq = NULL;
+	qp->pd = 0;
+	qp->rcq = NULL;
+}
+
+/*
+ * Points TGT QP @qp at the SRQ the request names: its receive WQEs, its
+ * PD (rkeys, receive lkeys) and its CQ serve the message.  A message
+ * under way keeps its SRQ: a packet of it naming another is invalid.
+ */
+static int xrc_bind(struct urxe_eqp *qp, const struct urxe_opinfo *oi,
+		    const uint8_t *pkt)
+{
+	struct urxe_esrq *srq;
+
+	if (xrc_target(qp, oi, pkt, &srq) != XRC_LOCAL)
+		return -EACCES;
+	if (srq == qp->srq)
+		return 0;
+	if (msg_in_progress(qp))
+		return -EPROTO;
+	/* Room for the largest WQE of any XRC SRQ (urxe_engine_xsrq_add). */
+	if (!qp->srq_wqe) {
+		qp->srq_wqe = malloc(qp->eng->xsrq_stride);
+		if (!qp->srq_wqe)
+			return -EAGAIN;		/* not ready: RNR NAK */
+	}
+	qp->srq = srq;
+	qp->pd = srq->pd;
+	qp->rcq = srq->cq;
+	return 0;
+}
+
+void urxe_resp_xrc_release(struct urxe_eqp *qp)
+{
+	if (!qp->srq)
+		return;
+	if (qp->srq_held)
+		complete_recv(qp, qp->srq_wqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV,
+			      0, NULL, NULL, NULL);
+	qp->rq_active = false;
+	if (qp->wr_mem) {
+		urxe_mem_put(qp->wr_mem);
+		qp->wr_mem = NULL;
+	}
+	qp->wr_resid = 0;
+	xrc_unbind(qp);
+}
+
 /* ---- request handling ---- */
 
 /* A failed request: NAK it, complete what it touched, QP to error. */
 static void resp_error(struct urxe_eqp *qp, uint32_t psn, uint8_t code,
 		       enum ibv_event_type ev)
 {
-	if (qp->type == IBV_QPT_RC)
+	if (urxe_qp_reliable(qp))
 		send_nak(qp, psn, code);
 	urxe_qp_error(qp, ev);
 }
@@ -428,9 +522,32 @@ static int handle_atomic(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	return 0;
 }
 
+/*
+ * A repeated READ is answered again from memory.  A TGT QP checks the key
+ * against the PD of the SRQ the repeat names (it points at none between
+ * messages), leaving a message under way as it was.
+ */
+static void replay_read(struct urxe_eqp *qp, const struct urxe_rd_res *res,
+			const struct urxe_bth *bth,
+			const struct urxe_opinfo *oi, const uint8_t *pkt)
+{
+	struct urxe_esrq *srq;
+	uint32_t pd = qp->pd;
+
+	if (qp->type != IBV_QPT_XRC_RECV) {
+		send_read_resp(qp, res, bth->psn);
+		return;
+	}
+	if (xrc_target(qp, oi, pkt, &srq) != XRC_LOCAL)
+		return;		/* gone since: the requester times out */
+	qp->pd = srq->pd;
+	send_read_resp(qp, res, bth->psn);
+	qp->pd = pd;
+}
+
 /* IBA 9.7.5.1.2: a duplicate is re-acknowledged or its answer replayed. */
 static void handle_duplicate(struct urxe_eqp *qp, const struct urxe_bth *bth,
-			     const struct urxe_opinfo *oi)
+			     const struct urxe_opinfo *oi, const uint8_t *pkt)
 {
 	uint32_t i;
 
@@ -450,7 +567,7 @@ static void handle_duplicate(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		if (res->atomic)
 			send_atomic_ack(qp, res);	/* never executed twice */
 		else
-			send_read_resp(qp, res, bth->psn);
+			replay_read(qp, res, bth, oi, pkt);
 		return;
 	}
 }
@@ -463,7 +580,7 @@ static void request_failed(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	case -EAGAIN:
 		urxe_count(qp->eng, URXE_CNT_SND_RNR_ERR, 1);
 		/* IBA 9.7.5.2.8: RNR NAK carrying our min_rnr_timer. */
-		if (qp->type == IBV_QPT_RC)
+		if (urxe_qp_reliable(qp))
 			send_aeth(qp, bth->psn, URXE_AETH_RNR_NAK |
 				  (qp->attr.min_rnr_timer & 0x1f));
 		break;
@@ -573,6 +690,37 @@ static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		      paylen + (uint32_t)sizeof(grh), bth, oi, pkt);
 }
 
+/* Carries out a request in sequence, and acknowledges it. */
+static void execute(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		    const struct urxe_opinfo *oi, const uint8_t *pkt,
+		    uint32_t paylen)
+{
+	int rc;
+
+	if (oi->flags & URXE_F_SEND)
+		rc = handle_send(qp, bth, oi, pkt, paylen);
+	else if (oi->flags & URXE_F_WRITE)
+		rc = handle_write(qp, bth, oi, pkt, paylen);
+	else if (oi->flags & URXE_F_READ)
+		rc = handle_read(qp, bth, oi, pkt);
+	else
+		rc = handle_atomic(qp, bth, oi, pkt);
+	if (rc) {
+		if (urxe_qp_reliable(qp))
+			request_failed(qp, bth, rc);
+		else if (rc != -EAGAIN)
+			urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
+		return;
+	}
+	if (oi->flags & (URXE_F_READ | URXE_F_ATOMIC))
+		return;		/* epsn and msn moved; the response acknowledges */
+	if (oi->flags & URXE_F_LAST)
+		qp->msn++;
+	qp->epsn = urxe_psn_add(bth->psn, 1);
+	if (urxe_qp_reliable(qp) && bth->ackreq)
+		schedule_ack(qp, bth->psn);
+}
+
 void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		     const struct urxe_opinfo *oi, const uint8_t *pkt,
 		     uint32_t paylen, const struct urxe_rx_meta *meta)
@@ -592,7 +740,7 @@ void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	} else if (bth->psn != qp->epsn) {
 		if (urxe_psn_before(bth->psn, qp->epsn)) {
 			urxe_count(qp->eng, URXE_CNT_DUPLICATE_REQUEST, 1);
-			handle_duplicate(qp, bth, oi);
+			handle_duplicate(qp, bth, oi, pkt);
 		} else if (urxe_count(qp->eng, URXE_CNT_OUT_OF_SEQ_REQUEST, 1),
 			   !qp->nak_seq_sent) {
 			qp->nak_seq_sent = true;
@@ -601,28 +749,18 @@ void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return;
 	}
 	qp->nak_seq_sent = false;
-	if (oi->flags & URXE_F_SEND)
-		rc = handle_send(qp, bth, oi, pkt, paylen);
-	else if (oi->flags & URXE_F_WRITE)
-		rc = handle_write(qp, bth, oi, pkt, paylen);
-	else if (oi->flags & URXE_F_READ)
-		rc = handle_read(qp, bth, oi, pkt);
-	else
-		rc = handle_atomic(qp, bth, oi, pkt);
-	if (rc) {
-		if (qp->type == IBV_QPT_RC)
-			request_failed(qp, bth, rc);
-		else if (rc != -EAGAIN)
-			urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
+	if (qp->type != IBV_QPT_XRC_RECV) {
+		execute(qp, bth, oi, pkt, paylen);
 		return;
 	}
-	if (oi->flags & (URXE_F_READ | URXE_F_ATOMIC))
-		return;		/* epsn and msn moved; the response acknowledges */
-	if (oi->flags & URXE_F_LAST)
-		qp->msn++;
-	qp->epsn = urxe_psn_add(bth->psn, 1);
-	if (qp->type == IBV_QPT_RC && bth->ackreq)
-		schedule_ack(qp, bth->psn);
+	rc = xrc_bind(qp, oi, pkt);
+	if (rc)
+		request_failed(qp, bth, rc);	/* unknown SRQ: NAK access */
+	else
+		execute(qp, bth, oi, pkt, paylen);
+	/* Between messages a TGT QP points at no SRQ. */
+	if (!msg_in_progress(qp))
+		xrc_unbind(qp);
 }
 
 void urxe_resp_flush(struct urxe_eqp *qp)
@@ -635,6 +773,15 @@ void urxe_resp_flush(struct urxe_eqp *qp)
 	}
 	qp->rq_active = false;
 	qp->ack_pending = false;
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		/*
+		 * A TGT QP has no receive queue: only the WQE it took goes
+		 * (to its SRQ's CQ).  No Last WQE Reached: it is attached to
+		 * no SRQ, it visits them.
+		 */
+		urxe_resp_xrc_release(qp);
+		return;
+	}
 	if (qp->srq) {
 		/*
 		 * The SRQ's WQEs are the other QPs' too: only the one this QP

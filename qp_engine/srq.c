@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Shared receive queues on the engine's side: attaching a QP (it gets
- * room to hold the one WQE it takes per message) and resizing the ring
- * while QPs consume from it.  The responder (resp.c) takes the WQEs.
+ * room to hold the one WQE it takes per message), resizing the ring
+ * while QPs consume from it, and the table of XRC SRQs, numbered in the
+ * QPs' index space, that XRCETH names.  The responder (resp.c) takes the
+ * WQEs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,4 +76,96 @@ out:
 	pthread_mutex_unlock(&srq->eng->lock);
 	free(buf);
 	return rc;
+}
+
+/* ---- XRC SRQs (IBA annex A14) ---- */
+
+/*
+ * Gives every TGT QP's WQE buffer @stride bytes (progress lock and
+ * qp_lock held).  One grown before another fails stays so: bigger than
+ * needed is harmless.
+ */
+static int tgt_bufs_grow(struct urxe_engine *eng, uint32_t stride)
+{
+	uint32_t i;
+
+	for (i = 0; i < eng->nlive; i++) {
+		struct urxe_eqp *qp = eng->live[i];
+		void *p;
+
+		if (qp->type != IBV_QPT_XRC_RECV || !qp->srq_wqe)
+			continue;
+		p = realloc(qp->srq_wqe, stride);
+		if (!p)
+			return -ENOMEM;
+		qp->srq_wqe = p;
+	}
+	return 0;
+}
+
+int urxe_engine_xsrq_add(struct urxe_engine *eng, struct urxe_esrq *srq)
+{
+	int rc;
+
+	if (!srq->cq || !srq->rq.stride)
+		return -EINVAL;
+	pthread_mutex_lock(&eng->lock);
+	pthread_mutex_lock(&eng->qp_lock);
+	if (!eng->xsrqs) {
+		eng->xsrqs = calloc(URXE_QP_SLOTS, sizeof(*eng->xsrqs));
+		if (!eng->xsrqs) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	/* A TGT QP copies the WQE it takes: its buffer holds any. */
+	if (srq->rq.stride > eng->xsrq_stride) {
+		rc = tgt_bufs_grow(eng, srq->rq.stride);
+		if (rc)
+			goto out;
+		eng->xsrq_stride = srq->rq.stride;
+	}
+	rc = urxe_index_alloc(eng);
+	if (rc < 0)
+		goto out;
+	srq->eng = eng;
+	srq->srqn = eng->slot << URXE_QPN_INDEX_BITS | (uint32_t)rc;
+	eng->xsrqs[rc] = srq;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_unlock(&eng->lock);
+	return rc;
+}
+
+/*
+ * Unpublished first; then no TGT QP keeps pointing at it: the WQE one
+ * holds is flushed to the SRQ's CQ, its message dropped (what follows of
+ * it finds no SRQ: NAK).
+ */
+void urxe_engine_xsrq_remove(struct urxe_engine *eng, struct urxe_esrq *srq)
+{
+	uint32_t idx = srq->srqn & (URXE_QP_SLOTS - 1), i;
+
+	pthread_mutex_lock(&eng->lock);
+	pthread_mutex_lock(&eng->qp_lock);
+	if (eng->xsrqs && eng->xsrqs[idx] == srq)
+		eng->xsrqs[idx] = NULL;
+	pthread_mutex_unlock(&eng->qp_lock);
+	/* (live changes under both locks: the progress lock suffices) */
+	for (i = 0; i < eng->nlive; i++) {
+		struct urxe_eqp *qp = eng->live[i];
+
+		if (qp->type == IBV_QPT_XRC_RECV && qp->srq == srq)
+			urxe_resp_xrc_release(qp);
+	}
+	pthread_mutex_unlock(&eng->lock);
+}
+
+struct urxe_esrq *urxe_engine_xsrq_lookup(struct urxe_engine *eng,
+					  uint32_t srqn)
+{
+	if (srqn >> URXE_QPN_INDEX_BITS != eng->slot || !eng->xsrqs)
+		return NULL;
+	return eng->xsrqs[srqn & (URXE_QP_SLOTS - 1)];
 }

@@ -323,7 +323,9 @@ struct urxe_eqp {
 	 * IBV_QPT_XRC_RECV (TGT): a responder only, no PD, queues or CQs of
 	 * its own; each request's XRCETH names an XRC SRQ of domain @xrcd,
 	 * whose receive WQEs, PD (rkeys) and CQ the message uses (the engine
-	 * points @srq, @pd and @rcq at it for the message's duration).
+	 * points @srq, @pd and @rcq at it for the message's duration; the
+	 * engine allocates a TGT QP's @srq_wqe and frees it in
+	 * urxe_engine_qp_remove(): the provider leaves it NULL).
 	 * Responses and ACKs of both carry XRC opcodes (0xA0 + operation).
 	 */
 	uint64_t xrcd;

@@ -8,7 +8,7 @@
  * options, lengths consistent, UDP checksum 0 or correct on IPv4 and
  * correct on IPv6), the BTH (a defined opcode, TVer 0, reserved bits
  * zero), the headers the opcode needs and nothing more (lengths from the
- * opcode table), the pad (payload + pad a multiple of 4, no pad without
+ * opcode table; XRC requests carry XRCETH, its reserved byte zero), the pad (payload + pad a multiple of 4, no pad without
  * payload), payload at most 4096 bytes and first/middle packets of an IB
  * MTU size, the ICRC against the real IP header, and PSN continuity of
  * every request stream: a PSN either follows the previous one (READ
@@ -208,6 +208,9 @@ static int check_roce(struct stats *st, unsigned long n, bool v6,
 		return fail(st, n, "BTH reserved bits set");
 	if (len < (uint32_t)oi->hdr_len + bth.pad + URXE_ICRC_LEN)
 		return fail(st, n, "shorter than the opcode's headers");
+	if ((oi->hdrs & URXE_HDR_BIT(URXE_HDR_XRCETH)) &&
+	    roce[oi->off[URXE_HDR_XRCETH]])
+		return fail(st, n, "XRCETH reserved byte set");
 	paylen = len - oi->hdr_len - URXE_ICRC_LEN;
 	if ((paylen & 3))
 		return fail(st, n, "payload + pad is not a multiple of 4");
