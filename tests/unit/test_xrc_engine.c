@@ -23,6 +23,7 @@
 #include <urxe/engine.h>
 
 #include "pkt_gather.h"
+#include "testutil.h"
 
 #include "hdr.h"
 #include "icrc.h"
@@ -1145,18 +1146,20 @@ static int validate(const char *path)
 /* The frame validator takes XRC frames, and spots a bad XRCETH. */
 START_TEST(xrc_validator)
 {
-	char path[] = "/tmp/urxe-xrc-XXXXXX";
-	int fd;
+	/* (below the suite's root: removed even if this fails) */
+	char *dir = tu_mkdtemp(), *path;
 
+	ck_assert_ptr_nonnull(dir);
+	path = tu_path(dir, "xrc.pcap");
+	ck_assert_ptr_nonnull(path);
 	one_of_each();
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
 	write_pcap(path, false);
 	ck_assert_int_eq(validate(path), 0);
 	write_pcap(path, true);
 	ck_assert_int_eq(validate(path), 1);
-	unlink(path);
+	tu_rmtree(dir);
+	free(path);
+	free(dir);
 }
 END_TEST
 #endif
@@ -1336,11 +1339,5 @@ static Suite *xrc_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(xrc_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(xrc_suite());
 }
