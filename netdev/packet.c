@@ -87,6 +87,8 @@ struct urxe_packet {
 	size_t map_len;
 	struct ring rx, tx;
 	unsigned int rx_held;		/* handed out by recv, not released */
+	unsigned int rx_since_tx;	/* frames received since the last send */
+	unsigned int rx_last_run;	/* ... and before the last send */
 	int ifindex;
 	unsigned int mtu;
 	bool loopback;
@@ -718,6 +720,9 @@ int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
 	if (queued) {
 		int frc = flush(p);
 
+		p->rx_last_run = p->rx_since_tx;
+		p->rx_since_tx = 0;
+
 		if (frc && frc != -EAGAIN)
 			urxe_dbg("packet backend: send: %s", strerror(-frc));
 	}
@@ -757,6 +762,7 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 			continue;
 		got++;
 	}
+	p->rx_since_tx += got;
 	return (int)got;
 }
 
@@ -975,4 +981,12 @@ bool urxe_packet_rx_pending(const struct urxe_packet *p)
 	unsigned int idx = (p->rx.head + p->rx_held) % p->rx.nframes;
 
 	return status_acquire(frame_at(&p->rx, idx)) & TP_STATUS_USER;
+}
+
+unsigned int urxe_packet_rx_since_tx(const struct urxe_packet *p,
+				     unsigned int *before)
+{
+	if (before)
+		*before = p->rx_last_run;
+	return p->rx_since_tx;
 }

@@ -25,6 +25,19 @@
 #define WINDOW_READ_REAL 32
 /* Packets in flight toward one receiver, at most (its ring holds more). */
 #define BUDGET_MAX 256
+/*
+ * Receive moderation, as a NIC's interrupt coalescing.  A receiver that
+ * got at least MOD_STREAM frames between its last two sends is taking a
+ * stream: after a burst (MOD_BURST frames in one poll) it waits in the
+ * ring — memory reads, no system call — for more, until MOD_TARGET
+ * frames came since its last send or none for MOD_GAP_NS.  It then wakes
+ * and ACKs once per MOD_TARGET packets rather than per few.  A
+ * ping-pong's messages (a send between any two) never wait.
+ */
+#define MOD_STREAM 16
+#define MOD_BURST 4
+#define MOD_TARGET 32
+#define MOD_GAP_NS 200000
 
 static uint64_t pkt_now(void *priv)
 {
@@ -126,6 +139,30 @@ static void capture_rx(struct urxe_dev *dev, const struct urxe_packet_in *in)
 	urxe_capture_write(dev->cap, &c);
 }
 
+/* Waits up to MOD_GAP_NS for a frame; false if none came (or work). */
+static bool wait_frame(struct urxe_dev *dev)
+{
+	uint64_t end = pkt_now(dev) + MOD_GAP_NS;
+	unsigned int i;
+
+	for (;;) {
+		for (i = 0; i < 64; i++) {
+			if (urxe_packet_rx_pending(dev->pkt))
+				return true;
+			__builtin_ia32_pause();
+		}
+		if (pkt_now(dev) >= end)
+			return false;
+	}
+}
+
+static bool streaming(const struct urxe_packet *p)
+{
+	unsigned int before, now = urxe_packet_rx_since_tx(p, &before);
+
+	return before >= MOD_STREAM && now < MOD_TARGET;
+}
+
 static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 {
 	struct urxe_dev *dev = priv;
@@ -139,8 +176,12 @@ static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 	while (total < budget) {
 		n = urxe_packet_recv(dev->pkt, in, budget - total < RX_BATCH ?
 					 (unsigned int)(budget - total) : RX_BATCH);
-		if (n <= 0)
-			break;
+		if (n <= 0) {
+			if (total < MOD_BURST || !streaming(dev->pkt) ||
+			    !wait_frame(dev))
+				break;
+			continue;
+		}
 		for (i = 0; i < n; i++) {
 			memset(&meta, 0, sizeof(meta));
 			memcpy(meta.sgid.raw, in[i].src, 16);

@@ -417,6 +417,12 @@ int urxe_packet_fd(const struct urxe_packet *p);
 unsigned int urxe_packet_rx_frames(const struct urxe_packet *p);
 /* Whether a received frame waits in the ring (no system call). */
 bool urxe_packet_rx_pending(const struct urxe_packet *p);
+/*
+ * RoCE frames received since the last urxe_packet_send() that sent any;
+ * @before (optional): how many came between the two sends before.
+ */
+unsigned int urxe_packet_rx_since_tx(const struct urxe_packet *p,
+				     unsigned int *before);
 
 /* One packet to send: the RoCE bytes (BTH .. ICRC) in @iov. */
 struct urxe_packet_out {
