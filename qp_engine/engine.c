@@ -385,6 +385,7 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 	int rc = 0;
 
 	pthread_mutex_lock(&eng->lock);
+	urxe_tgt_begin(qp);
 	/*
 	 * The transport may have moved the QP to ERR since the caller looked:
 	 * from ERR only RESET (or ERR again) is a legal next state.
@@ -461,8 +462,36 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 			urxe_qpstats_publish(eng);
 	}
 out:
+	urxe_tgt_end(qp);
 	pthread_mutex_unlock(&eng->lock);
 	return rc;
+}
+
+void urxe_engine_qp_fail(struct urxe_eqp *qp, enum ibv_event_type ev)
+{
+	urxe_qp_error(qp, ev);
+}
+
+void urxe_engine_xrc_watch(struct urxe_engine *eng, bool on)
+{
+	uint64_t due;
+
+	pthread_mutex_lock(&eng->lock);
+	if (!on) {
+		eng->xrc_watch_due = 0;
+	} else if (!eng->xrc_watch_due) {
+		due = urxe_now(eng) + URXE_XRC_WATCH_NS;
+		eng->xrc_watch_due = due;
+		if (due < atomic_load_explicit(&eng->deadline_hint,
+					       memory_order_relaxed)) {
+			atomic_store_explicit(&eng->deadline_hint, due,
+					      memory_order_relaxed);
+			atomic_store(&eng->timer_moved, true);
+		}
+	}
+	pthread_mutex_unlock(&eng->lock);
+	if (on)
+		urxe_engine_thread_wake(eng);
 }
 
 /* ---- input ---- */
@@ -515,6 +544,9 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 		return;
 	}
 	qp = urxe_qp_lookup(eng, bth.dqpn);
+	if (!qp && eng->ops->xrc_foreign &&
+	    bth.dqpn >> URXE_QPN_INDEX_BITS != eng->slot)
+		qp = eng->ops->xrc_foreign(eng->priv, bth.dqpn);
 	if (!qp || !transport_ok(qp, bth.opcode, oi)) {
 		urxe_count(eng, URXE_CNT_DROPPED_NO_QP, 1);
 		return;
@@ -619,6 +651,15 @@ static void run_timers(struct urxe_engine *eng)
 			hint = qp->retx_deadline;
 		if (qp->rnr_deadline && qp->rnr_deadline < hint)
 			hint = qp->rnr_deadline;
+	}
+	if (eng->xrc_watch_due) {
+		if (now >= eng->xrc_watch_due) {
+			eng->xrc_watch_due = now + URXE_XRC_WATCH_NS;
+			if (eng->ops->xrc_watch)
+				eng->ops->xrc_watch(eng->priv);
+		}
+		if (eng->xrc_watch_due && eng->xrc_watch_due < hint)
+			hint = eng->xrc_watch_due;
 	}
 	if (hint < atomic_load_explicit(&eng->deadline_hint, memory_order_relaxed))
 		atomic_store_explicit(&eng->deadline_hint, hint,

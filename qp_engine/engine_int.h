@@ -108,7 +108,12 @@ struct urxe_engine {
 	uint64_t cqes;
 	/* when a poller left ACKs owed (0: none); cleared by the next pass */
 	_Atomic uint64_t acks_deferred_ns;
+	/* ops->xrc_watch due then (0: off); under the progress lock */
+	uint64_t xrc_watch_due;
 };
+
+/* Period of ops->xrc_watch. */
+#define URXE_XRC_WATCH_NS 200000000ull
 
 /*
  * Unacknowledged packets per RC QP: the engine's budget (what the
@@ -311,5 +316,13 @@ void urxe_resp_flush(struct urxe_eqp *qp);
  * progress is dropped, @srq, @pd and @rcq are cleared.
  */
 void urxe_resp_xrc_release(struct urxe_eqp *qp);
+
+/*
+ * A TGT QP's shared state (tgt_shared.c): urxe_tgt_begin() locks it and
+ * copies it into @qp, urxe_tgt_end() copies @qp's back and unlocks.  No-ops
+ * without ->shared.  Progress lock held.
+ */
+void urxe_tgt_begin(struct urxe_eqp *qp);
+void urxe_tgt_end(struct urxe_eqp *qp);
 
 #endif

@@ -721,9 +721,39 @@ static void execute(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		schedule_ack(qp, bth->psn);
 }
 
-void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
-		     const struct urxe_opinfo *oi, const uint8_t *pkt,
-		     uint32_t paylen, const struct urxe_rx_meta *meta)
+/*
+ * A request on a TGT QP naming an XRC SRQ of another process of the
+ * domain goes there whole, untouched: its owner runs the responder on the
+ * shared state (docs/design.md, "XRC across processes").  The packet
+ * leaves from this engine toward the owner with a new ICRC.  Returns
+ * whether it was relayed.
+ */
+static bool xrc_relay(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		      const struct urxe_opinfo *oi, const uint8_t *pkt,
+		      uint32_t paylen)
+{
+	struct urxe_engine *eng = qp->eng;
+	uint32_t srqn = urxe_xrceth_get(pkt + oi->off[URXE_HDR_XRCETH]);
+	struct urxe_esrq *srq = urxe_engine_xsrq_lookup(eng, srqn);
+	struct urxe_tx_path path;
+	union ibv_gid owner;
+	uint8_t *buf;
+
+	if ((srq && srq->xrcd == qp->xrcd) || !eng->ops->xrc_route ||
+	    !eng->ops->xrc_route(eng->priv, qp, srqn, &owner))
+		return false;
+	buf = urxe_tx_begin(eng, bth);
+	memcpy(buf + URXE_BTH_LEN, pkt + URXE_BTH_LEN,
+	       oi->hdr_len - URXE_BTH_LEN + paylen);
+	urxe_qp_path(qp, &path);
+	path.dgid = &owner;
+	urxe_tx_commit(eng, &path, oi, paylen);
+	return true;
+}
+
+static void resp_input_one(struct urxe_eqp *qp, const struct urxe_bth *bth,
+			   const struct urxe_opinfo *oi, const uint8_t *pkt,
+			   uint32_t paylen, const struct urxe_rx_meta *meta)
 {
 	int rc;
 
@@ -761,6 +791,21 @@ void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	/* Between messages a TGT QP points at no SRQ. */
 	if (!msg_in_progress(qp))
 		xrc_unbind(qp);
+}
+
+void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
+		     const struct urxe_opinfo *oi, const uint8_t *pkt,
+		     uint32_t paylen, const struct urxe_rx_meta *meta)
+{
+	if (qp->type != IBV_QPT_XRC_RECV) {
+		resp_input_one(qp, bth, oi, pkt, paylen, meta);
+		return;
+	}
+	if (xrc_relay(qp, bth, oi, pkt, paylen))
+		return;
+	urxe_tgt_begin(qp);
+	resp_input_one(qp, bth, oi, pkt, paylen, meta);
+	urxe_tgt_end(qp);
 }
 
 void urxe_resp_flush(struct urxe_eqp *qp)

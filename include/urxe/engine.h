@@ -411,6 +411,19 @@ struct urxe_engine_ops {
 	uint16_t (*sport)(void *priv, uint16_t sport);
 	/* Reads pending frames and feeds them to urxe_engine_input(). */
 	int (*rx_poll)(void *priv, struct urxe_engine *eng, int budget);
+	/*
+	 * XRC across processes (any may be NULL), called with the progress
+	 * lock held.  @xrc_route: TGT QP @qp got a request naming SRQ @srqn,
+	 * which is none of this engine's: true, with the GID of the process
+	 * of the domain that owns it (the request is relayed there), or
+	 * false (the request is NAKed).  @xrc_foreign: this process's view of
+	 * TGT QP @qpn, hosted by another process (its slot is not ours), or
+	 * NULL.  @xrc_watch: every 200 ms while urxe_engine_xrc_watch() is on.
+	 */
+	bool (*xrc_route)(void *priv, const struct urxe_eqp *qp, uint32_t srqn,
+			  union ibv_gid *gid);
+	struct urxe_eqp *(*xrc_foreign)(void *priv, uint32_t qpn);
+	void (*xrc_watch)(void *priv);
 };
 
 /* Where an incoming frame came from, as the netdev saw it. */
@@ -525,6 +538,19 @@ int urxe_engine_mcast_attach(struct urxe_eqp *qp, const union ibv_gid *gid,
 			     unsigned int max_grp, unsigned int max_qp);
 int urxe_engine_mcast_detach(struct urxe_eqp *qp, const union ibv_gid *gid);
 int urxe_engine_mcast_first(struct urxe_eqp *qp, union ibv_gid *gid);
+
+/*
+ * XRC across processes.  A view of a TGT QP hosted by another process
+ * (@qp->shared set, @qp->qpn the host's, @qp->eng ours) is found through
+ * ops->xrc_foreign, never added with urxe_engine_qp_add();
+ * urxe_engine_qp_remove() retires it all the same.  A TGT QP with
+ * ->shared runs its responder and its modifies on the shared state.
+ * urxe_engine_xrc_watch() turns ops->xrc_watch on or off.
+ * urxe_engine_qp_fail() moves a QP to ERR and raises @ev through its
+ * ->fatal; progress lock held (from ops->xrc_watch).
+ */
+void urxe_engine_xrc_watch(struct urxe_engine *eng, bool on);
+void urxe_engine_qp_fail(struct urxe_eqp *qp, enum ibv_event_type ev);
 
 /* After posting to @qp's send queue: sends now if the engine is free. */
 void urxe_engine_kick(struct urxe_eqp *qp);
