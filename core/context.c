@@ -40,7 +40,9 @@ static void fill_ops(struct verbs_context *v)
 	v->open_xrcd = urxe_vctx_open_xrcd;
 	v->close_xrcd = urxe_vctx_close_xrcd;
 	v->create_qp_ex = urxe_vctx_create_qp_ex;
+	v->open_qp = urxe_vctx_open_qp;
 	v->create_srq_ex = urxe_vctx_create_srq_ex;
+	v->get_srq_num = urxe_vctx_get_srq_num;
 	v->create_cq_ex = urxe_vctx_create_cq_ex;
 	v->query_rt_values = urxe_vctx_query_rt_values;
 	v->sz = sizeof(*v);

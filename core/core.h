@@ -120,6 +120,8 @@ int urxe_vctx_close_xrcd(struct ibv_xrcd *xrcd);
 /* (qp.c, cq.c, query.c) */
 struct ibv_qp *urxe_vctx_create_qp_ex(struct ibv_context *ctx,
 				      struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *urxe_vctx_open_qp(struct ibv_context *ctx,
+				 struct ibv_qp_open_attr *attr);
 struct ibv_cq_ex *urxe_vctx_create_cq_ex(struct ibv_context *ctx,
 					 struct ibv_cq_init_attr_ex *attr);
 int urxe_vctx_query_rt_values(struct ibv_context *ctx,
@@ -145,6 +147,7 @@ int urxe_ops_dealloc_mw(struct ibv_mw *mw);
 /* (srq.c) */
 struct ibv_srq *urxe_vctx_create_srq_ex(struct ibv_context *context,
 					struct ibv_srq_init_attr_ex *attr);
+int urxe_vctx_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 int urxe_ops_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr);
 

@@ -2,6 +2,7 @@
 /*
  * Queue pairs: ibv_create_qp(3), ibv_modify_qp(3), ibv_query_qp(3),
  * ibv_destroy_qp(3), ibv_query_qp_data_in_order(3), ibv_create_qp_ex(3),
+ * ibv_open_qp(3) (XRC TGT QPs, rxe_provider/qp_xrc.c),
  * ibv_attach_mcast(3) (rxe_provider/mcast.c)
  * with ibv_qp_to_qp_ex (the ibv_wr_* family is rxe_provider/qp_ex.c's;
  * wr_complete converts here), and the
@@ -40,6 +41,11 @@ struct ibv_qp *urxe_vctx_create_qp_ex(struct ibv_context *context,
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) && attr->pd &&
 	    attr->pd->context != context)
 		return urxe_ret_null(-EINVAL, NULL);
+	/* As the kernel's handles: an XRCD of this context. */
+	if (attr->qp_type == IBV_QPT_XRC_RECV &&
+	    (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd &&
+	    attr->xrcd->context != context)
+		return urxe_ret_null(-EINVAL, NULL);
 	rc = urxe_qp_create_ex(ctx_dev(context), attr,
 			       &to_uctx(context)->async, &qp);
 	if (rc)
@@ -49,6 +55,20 @@ struct ibv_qp *urxe_vctx_create_qp_ex(struct ibv_context *context,
 	if (qpx)
 		qpx->wr_complete = urxe_ops_wr_complete;
 	return qp;
+}
+
+/* The verbs_context slot behind the inline ibv_open_qp(3). */
+struct ibv_qp *urxe_vctx_open_qp(struct ibv_context *context,
+				 struct ibv_qp_open_attr *attr)
+{
+	struct ibv_qp *qp = NULL;
+	int rc;
+
+	if (!context)
+		return urxe_ret_null(-EINVAL, NULL);
+	rc = urxe_qp_open(ctx_dev(context), context, attr,
+			  &to_uctx(context)->async, &qp);
+	return urxe_ret_null(rc, qp);
 }
 
 int urxe_ops_wr_complete(struct ibv_qp_ex *qpx)

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Shared receive queues: ibv_create_srq(3), ibv_modify_srq(3),
- * ibv_query_srq(3), ibv_destroy_srq(3), the verbs_context slot behind the
- * inline ibv_create_srq_ex(3) and the ibv_context_ops slot behind the
- * inline ibv_post_srq_recv(3).  An SRQ reports its async events into the
- * event pipe of the context it was made in.  Constructors return NULL
- * with errno, the others 0 or the errno value.
+ * ibv_query_srq(3), ibv_destroy_srq(3), the verbs_context slots behind the
+ * inline ibv_create_srq_ex(3) (XRC SRQs too) and ibv_get_srq_num(3), and
+ * the ibv_context_ops slot behind the inline ibv_post_srq_recv(3).  An
+ * SRQ reports its async events into the event pipe of the context it was
+ * made in.  Constructors return NULL with errno, the others 0 or the
+ * errno value.
  */
 #include <errno.h>
 #include <string.h>
@@ -67,6 +68,12 @@ URXE_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr
 URXE_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	return urxe_ret_errno(urxe_srq_destroy(srq));
+}
+
+/* The verbs_context slot behind the inline ibv_get_srq_num(3). */
+int urxe_vctx_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+{
+	return urxe_ret_errno(urxe_srq_get_num(srq, srq_num));
 }
 
 int urxe_ops_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,

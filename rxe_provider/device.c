@@ -100,6 +100,7 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	dev->desc = *desc;
 	dev->slot.fd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
+	pthread_mutex_init(&dev->xrc_lock, NULL);
 	rc = claim_slot(desc, &dev->slot);
 	if (rc)
 		goto err_free;
@@ -131,6 +132,7 @@ err_stats:
 err_slot:
 	urxe_slot_release(&dev->slot);
 err_free:
+	pthread_mutex_destroy(&dev->xrc_lock);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 	return rc;
@@ -241,6 +243,7 @@ void urxe_dev_put(struct urxe_dev *dev)
 	/* Detached before the slot goes: the next claimant zeroes the record. */
 	urxe_stats_detach(dev->stats);
 	urxe_slot_release(&dev->slot);
+	pthread_mutex_destroy(&dev->xrc_lock);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
@@ -259,6 +262,7 @@ void urxe_dev_after_fork_child(void)
 	for (dev = instances; dev; dev = dev->next) {
 		pthread_mutex_init(&dev->lock, NULL);
 		pthread_mutex_init(&dev->bind_lock, NULL);
+		pthread_mutex_init(&dev->xrc_lock, NULL);
 		if (dev->slot.fd >= 0)
 			close(dev->slot.fd);
 		dev->slot.fd = -1;
@@ -298,15 +302,17 @@ int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr)
 	/*
 	 * Only what works: the responder sends RNR NAKs (IBA 9.7.5.2.8),
 	 * SRQs resize (ibv_modify_srq(3)), memory windows of types 1 and 2B
-	 * (as kernel rxe), port events.  Not XRC, AUTO_PATH_MIG: bits come
-	 * as the features land.
+	 * (as kernel rxe), port events, XRC (IBA annex A14: XRC domains,
+	 * SRQs, INI and TGT QPs).  Not AUTO_PATH_MIG: bits come as the
+	 * features land.
 	 */
 	a->device_cap_flags = IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			      IBV_DEVICE_XRC;
 	/* The kernel's 64-bit flags: the same bits, none above 31 yet. */
 	attr->device_cap_flags_ex = a->device_cap_flags;
 	a->max_sge = URXE_MAX_SGE;

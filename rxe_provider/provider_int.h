@@ -81,6 +81,40 @@ int urxe_qp_mask_required(enum ibv_qp_state cur, enum ibv_qp_state next,
 			  enum ibv_qp_type type);
 int urxe_qp_mask_optional(enum ibv_qp_state cur, enum ibv_qp_state next,
 			  enum ibv_qp_type type);
+/*
+ * The attributes a QP of @type ignores, dropped from the mask before the
+ * table is consulted, as the kernel's modify_qp does: an XRC INI QP has
+ * no responder (MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER), a TGT QP no requester
+ * (MAX_QP_RD_ATOMIC, RETRY_CNT, RNR_RETRY).
+ */
+int urxe_qp_mask_ignored(enum ibv_qp_type type);
+
+/*
+ * qp.c: creation behind urxe_qp_create() and urxe_qp_create_ex(), in
+ * context @ctx, with @xrcd for an XRC TGT QP (else NULL).
+ */
+int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
+		      struct ibv_pd *pd, struct ibv_xrcd *xrcd,
+		      struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
+		      struct ibv_qp **out);
+/*
+ * qp.c: posts an affiliated event naming handle @h to its context (engine
+ * context: never blocks); drops the events of @h nobody read and waits
+ * until the ones read were acknowledged; frees a QP and everything it
+ * holds (the engine lets it go first).
+ */
+void urxe_qp_post_event(struct urxe_qp *h, enum ibv_event_type type);
+void urxe_qp_drain_events(struct urxe_qp *h);
+void urxe_qp_release(struct urxe_qp *qp);
+/*
+ * qp_xrc.c, XRC TGT QPs: @qp, just made through @xrcd, becomes findable
+ * by ibv_open_qp(3) with its creator's handle open; an event goes to
+ * every open handle (engine context, progress lock held); a handle
+ * closes, and the QP is released with the last one.
+ */
+void urxe_qp_tgt_publish(struct urxe_qp *qp, struct urxe_xrcd *xrcd);
+void urxe_qp_tgt_event(struct urxe_qp *qp, enum ibv_event_type type);
+void urxe_qp_tgt_close(struct urxe_qp *h);
 
 /*
  * qp_post.c, for the ibv_wr_* batches of qp_ex.c: whether the QP's state

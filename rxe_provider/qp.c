@@ -48,19 +48,71 @@ static int check_caps(const struct ibv_qp_cap *cap)
 	return 0;
 }
 
-static int check_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
+/* Whether @cq may complete work of a QP made in @ctx. */
+static bool cq_ok(const struct ibv_cq *cq, const struct ibv_context *ctx)
+{
+	return cq && cq->context == ctx;
+}
+
+/* The caps that apply to a QP of @a's type (the others are ignored). */
+static struct ibv_qp_cap caps_used(const struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp_cap cap = a->cap;
+
+	/* ibv_create_qp(3): an SRQ QP's receive caps are ignored. */
+	if (a->srq || a->qp_type == IBV_QPT_XRC_SEND)
+		cap.max_recv_wr = cap.max_recv_sge = 0;
+	/* An XRC TGT QP has no queues at all (IBA A14.2.2). */
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		memset(&cap, 0, sizeof(cap));
+	return cap;
+}
+
+static int check_srq(const struct ibv_srq *srq, const struct ibv_context *ctx)
+{
+	if (srq->context != ctx)
+		return -EINVAL;
+	/* As the kernel's create_qp: only a basic SRQ attaches to a QP. */
+	if (to_usrq((struct ibv_srq *)srq)->xrcd) {
+		urxe_dbg("ibv_create_qp: SRQ 0x%06x is an XRC SRQ: only the TGT QPs of its XRC domain deliver into it; give the QP a basic SRQ",
+			 srq->handle);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * What each type needs: RC, UC and UD a PD and two CQs (and a basic SRQ,
+ * if any); XRC INI a PD and a send CQ, the rest being ignored as the
+ * kernel ignores it; XRC TGT only an XRCD, which @xrcd is when the
+ * application asked through ibv_create_qp_ex(3).
+ */
+static int check_init(struct ibv_context *ctx, struct ibv_pd *pd,
+		      struct ibv_xrcd *xrcd, const struct ibv_qp_init_attr *a)
 {
 	struct ibv_qp_cap cap;
 
-	if (!pd || !a)
-		return -EINVAL;
 	switch (a->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
+		if (!pd || !cq_ok(a->send_cq, ctx) || !cq_ok(a->recv_cq, ctx))
+			return -EINVAL;
+		if (a->srq && check_srq(a->srq, ctx))
+			return -EINVAL;
 		break;
 	case IBV_QPT_XRC_SEND:
+		if (!pd || !cq_ok(a->send_cq, ctx)) {
+			urxe_dbg("ibv_create_qp: an XRC_SEND QP needs a PD and a send CQ of its context");
+			return -EINVAL;
+		}
+		break;
 	case IBV_QPT_XRC_RECV:
+		if (!xrcd) {
+			urxe_dbg("ibv_create_qp: an XRC_RECV QP belongs to an XRC domain: use ibv_create_qp_ex with comp_mask IBV_QP_INIT_ATTR_XRCD");
+			return -EINVAL;
+		}
+		break;
 	case IBV_QPT_RAW_PACKET:
 		urxe_dbg("ibv_create_qp: QP type %d is not supported",
 			 a->qp_type);
@@ -68,16 +120,7 @@ static int check_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 	default:
 		return -EINVAL;
 	}
-	if (!a->send_cq || !a->recv_cq ||
-	    a->send_cq->context != pd->context ||
-	    a->recv_cq->context != pd->context)
-		return -EINVAL;
-	if (a->srq && a->srq->context != pd->context)
-		return -EINVAL;
-	/* ibv_create_qp(3): an SRQ QP's receive caps are ignored. */
-	cap = a->cap;
-	if (a->srq)
-		cap.max_recv_wr = cap.max_recv_sge = 0;
+	cap = caps_used(a);
 	return check_caps(&cap);
 }
 
@@ -98,22 +141,32 @@ static void grant_caps(struct ibv_qp_cap *cap)
 		cap->max_send_sge = room < URXE_MAX_SGE ? room : URXE_MAX_SGE;
 }
 
+void urxe_qp_post_event(struct urxe_qp *h, enum ibv_event_type type)
+{
+	struct ibv_async_event ev = {
+		.element.qp = &h->vqp.qp_base,
+		.event_type = type,
+	};
+
+	if (h->async && !urxe_evpipe_post(h->async, &ev))
+		atomic_fetch_add(&h->events_reported, 1);
+}
+
 /* Engine context, progress lock held: report the event, never block. */
 static void qp_fatal(struct urxe_eqp *e, enum ibv_event_type type)
 {
 	struct urxe_qp *qp = urxe_container_of(e, struct urxe_qp, e);
-	struct ibv_async_event ev = {
-		.element.qp = &qp->vqp.qp_base,
-		.event_type = type,
-	};
 
 	/* The engine says it at every flush in ERR: once per visit is news. */
 	if (type == IBV_EVENT_QP_LAST_WQE_REACHED &&
 	    atomic_exchange(&qp->last_wqe_reported, true))
 		return;
 	urxe_dbg("QP 0x%06x: async event %d", e->qpn, type);
-	if (qp->async && !urxe_evpipe_post(qp->async, &ev))
-		atomic_fetch_add(&qp->events_reported, 1);
+	/* A TGT QP's events go to each of its handles. */
+	if (e->type == IBV_QPT_XRC_RECV)
+		urxe_qp_tgt_event(qp, type);
+	else
+		urxe_qp_post_event(qp, type);
 }
 
 /* The path MTU of a UD QP is the port's (IBA 9.6.1: one packet each). */
@@ -127,12 +180,31 @@ static unsigned int port_mtu(struct urxe_dev *dev)
 	return mtu ? mtu : 256;
 }
 
-static void init_ibv_qp(struct urxe_qp *qp, struct ibv_pd *pd,
-			const struct ibv_qp_init_attr *a)
+/*
+ * The application's view: what it gave, less what the type ignores
+ * (an INI QP receives nothing, a TGT QP has no PD, CQs or SRQ).
+ */
+static void used_attr(const struct ibv_qp_init_attr *a, struct ibv_pd **pd,
+		      struct ibv_qp_init_attr *u)
+{
+	*u = *a;
+	u->cap = caps_used(a);
+	if (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV) {
+		u->recv_cq = NULL;
+		u->srq = NULL;
+	}
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		u->send_cq = NULL;
+		*pd = NULL;
+	}
+}
+
+static void init_ibv_qp(struct urxe_qp *qp, struct ibv_context *ctx,
+			struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 {
 	struct ibv_qp *q = &qp->vqp.qp_base;
 
-	q->context = pd->context;
+	q->context = ctx;
 	q->qp_context = a->qp_context;
 	q->pd = pd;
 	q->send_cq = a->send_cq;
@@ -146,15 +218,17 @@ static void init_ibv_qp(struct urxe_qp *qp, struct ibv_pd *pd,
 }
 
 static void init_eqp(struct urxe_qp *qp, struct ibv_pd *pd,
-		     const struct ibv_qp_init_attr *a)
+		     struct ibv_xrcd *xrcd, const struct ibv_qp_init_attr *a)
 {
 	struct urxe_eqp *e = &qp->e;
 
 	e->type = a->qp_type;
-	e->pd = pd->handle;
+	/* A TGT QP checks keys against the PD of the SRQ each request names. */
+	e->pd = pd ? pd->handle : 0;
+	e->xrcd = xrcd ? to_uxrcd(xrcd)->domain_id : 0;
 	e->sq_sig_all = a->sq_sig_all != 0;
-	e->scq = &to_ucq(a->send_cq)->ring;
-	e->rcq = &to_ucq(a->recv_cq)->ring;
+	e->scq = a->send_cq ? &to_ucq(a->send_cq)->ring : NULL;
+	e->rcq = a->recv_cq ? &to_ucq(a->recv_cq)->ring : NULL;
 	e->fatal = qp_fatal;
 	e->attr.state = IBV_QPS_RESET;
 	e->attr.pkey = URXE_DEFAULT_PKEY;
@@ -162,26 +236,72 @@ static void init_eqp(struct urxe_qp *qp, struct ibv_pd *pd,
 	e->attr.path_mtu = a->qp_type == IBV_QPT_UD ? port_mtu(qp->dev) : 256;
 }
 
-int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
-		   struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
-		   struct ibv_qp **out)
+static const char *type_name(enum ibv_qp_type t)
 {
-	struct ibv_qp_cap cap;
+	switch (t) {
+	case IBV_QPT_RC:
+		return "RC";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	case IBV_QPT_XRC_SEND:
+		return "XRC INI";
+	case IBV_QPT_XRC_RECV:
+		return "XRC TGT";
+	default:
+		return "?";
+	}
+}
+
+/* The objects a new QP uses count it; urxe_qp_release() uncounts. */
+static void hold_refs(const struct ibv_qp *q)
+{
+	if (q->pd)
+		atomic_fetch_add(&to_upd(q->pd)->users, 1);
+	if (q->send_cq)
+		atomic_fetch_add(&to_ucq(q->send_cq)->users, 1);
+	if (q->recv_cq)
+		atomic_fetch_add(&to_ucq(q->recv_cq)->users, 1);
+	if (q->srq)
+		atomic_fetch_add(&to_usrq(q->srq)->users, 1);
+}
+
+static void drop_refs(const struct ibv_qp *q)
+{
+	if (q->pd)
+		atomic_fetch_sub(&to_upd(q->pd)->users, 1);
+	if (q->send_cq)
+		atomic_fetch_sub(&to_ucq(q->send_cq)->users, 1);
+	if (q->recv_cq)
+		atomic_fetch_sub(&to_ucq(q->recv_cq)->users, 1);
+	if (q->srq)
+		atomic_fetch_sub(&to_usrq(q->srq)->users, 1);
+}
+
+int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
+		      struct ibv_pd *pd, struct ibv_xrcd *xrcd,
+		      struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
+		      struct ibv_qp **out)
+{
+	struct ibv_qp_init_attr u;
 	struct urxe_qp *qp;
 	int rc;
 
-	rc = check_init(pd, attr);
+	if (!attr || !ctx)
+		return -EINVAL;
+	rc = check_init(ctx, pd, xrcd, attr);
 	if (rc)
 		return rc;
+	if (xrcd && to_uxrcd(xrcd)->dev != dev)
+		return -EINVAL;
 	if (dev->dead)
 		return -EIO;
 	rc = urxe_dev_bind(dev);
 	if (rc)
 		return rc;
-	cap = attr->cap;
-	if (attr->srq)
-		cap.max_recv_wr = cap.max_recv_sge = 0;
-	grant_caps(&cap);
+	used_attr(attr, &pd, &u);
+	grant_caps(&u.cap);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
@@ -189,44 +309,41 @@ int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 	qp->async = async;
 	atomic_init(&qp->events_reported, 0);
 	atomic_init(&qp->last_wqe_reported, false);
-	rc = urxe_wq_init(&qp->e.sq, cap.max_send_wr, cap.max_send_sge,
-			  cap.max_inline_data, sizeof(struct urxe_send_wqe));
+	rc = urxe_wq_init(&qp->e.sq, u.cap.max_send_wr, u.cap.max_send_sge,
+			  u.cap.max_inline_data, sizeof(struct urxe_send_wqe));
 	if (rc)
 		goto err_free;
-	rc = urxe_wq_init(&qp->e.rq, cap.max_recv_wr, cap.max_recv_sge, 0,
+	rc = urxe_wq_init(&qp->e.rq, u.cap.max_recv_wr, u.cap.max_recv_sge, 0,
 			  sizeof(struct urxe_recv_wqe));
 	if (rc)
 		goto err_sq;
-	init_eqp(qp, pd, attr);
-	if (attr->srq) {
-		rc = urxe_engine_srq_attach(&qp->e, &to_usrq(attr->srq)->e);
+	init_eqp(qp, pd, xrcd, &u);
+	if (u.srq) {
+		rc = urxe_engine_srq_attach(&qp->e, &to_usrq(u.srq)->e);
 		if (rc)
 			goto err_rq;
 	}
-	init_ibv_qp(qp, pd, attr);
+	init_ibv_qp(qp, ctx, pd, &u);
 	pthread_mutex_init(&qp->lock, NULL);
-	qp->init = *attr;
-	qp->init.cap = cap;
+	qp->init = u;
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.path_mtu = urxe_mtu_to_enum(qp->e.attr.path_mtu);
 	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
-	qp->attr.cap = cap;
+	qp->attr.cap = u.cap;
 	/* Publishes the QP: everything the engine may touch is set by now. */
 	rc = urxe_engine_qp_add(dev->eng, &qp->e);
 	if (rc)
 		goto err_locks;
 	qp->vqp.qp_base.qp_num = qp->e.qpn;
 	qp->vqp.qp_base.handle = qp->e.qpn;
-	atomic_fetch_add(&to_upd(pd)->users, 1);
-	atomic_fetch_add(&to_ucq(attr->send_cq)->users, 1);
-	atomic_fetch_add(&to_ucq(attr->recv_cq)->users, 1);
-	if (attr->srq)
-		atomic_fetch_add(&to_usrq(attr->srq)->users, 1);
-	attr->cap = cap;
+	hold_refs(&qp->vqp.qp_base);
+	/* ibv_open_qp(3) finds it from now on. */
+	if (u.qp_type == IBV_QPT_XRC_RECV)
+		urxe_qp_tgt_publish(qp, to_uxrcd(xrcd));
+	attr->cap = u.cap;
 	urxe_dbg("%s: QP 0x%06x (%s) created", dev->desc.name, qp->e.qpn,
-		 attr->qp_type == IBV_QPT_RC ? "RC" :
-		 attr->qp_type == IBV_QPT_UC ? "UC" : "UD");
+		 type_name(u.qp_type));
 	*out = &qp->vqp.qp_base;
 	return 0;
 
@@ -244,6 +361,15 @@ err_free:
 	return rc;
 }
 
+int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
+		   struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
+		   struct ibv_qp **out)
+{
+	if (!pd || !attr)
+		return -EINVAL;
+	return urxe_qp_create_in(dev, pd->context, pd, NULL, attr, async, out);
+}
+
 /* ---- destruction ---- */
 
 static bool event_of_qp(const void *rec, const void *arg)
@@ -253,33 +379,34 @@ static bool event_of_qp(const void *rec, const void *arg)
 	return urxe_event_is_qp(ev->event_type) && ev->element.qp == arg;
 }
 
-int urxe_qp_destroy(struct ibv_qp *ibqp)
+void urxe_qp_drain_events(struct urxe_qp *h)
 {
-	struct urxe_qp *qp;
-	unsigned int reported;
+	struct ibv_qp *ibqp = &h->vqp.qp_base;
+	unsigned int reported = atomic_load(&h->events_reported), n;
 
-	if (!ibqp)
-		return -EINVAL;
-	qp = to_uqp(ibqp);
-	/* After this the engine neither touches the QP nor reports on it. */
-	urxe_engine_qp_remove(qp->e.eng, &qp->e);
-	urxe_qp_mcast_detach_all(qp);
-	reported = atomic_load(&qp->events_reported);
-	if (qp->async && reported)
-		reported -= urxe_evpipe_purge(qp->async, event_of_qp, ibqp);
+	/* Nothing posts to @h any more; what went stays uncounted. */
+	if (h->async && reported) {
+		n = urxe_evpipe_purge(h->async, event_of_qp, ibqp);
+		reported = atomic_fetch_sub(&h->events_reported, n) - n;
+	}
 	/* ibv_get_async_event(3): wait for the events handed out. */
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != reported)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
+}
 
-	atomic_fetch_sub(&to_upd(ibqp->pd)->users, 1);
-	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->users, 1);
-	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->users, 1);
-	if (ibqp->srq) {
+void urxe_qp_release(struct urxe_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->vqp.qp_base;
+
+	/* After this the engine neither touches the QP nor reports on it. */
+	urxe_engine_qp_remove(qp->e.eng, &qp->e);
+	urxe_qp_mcast_detach_all(qp);
+	urxe_qp_drain_events(qp);
+	drop_refs(ibqp);
+	if (ibqp->srq)
 		urxe_engine_srq_detach(&qp->e);
-		atomic_fetch_sub(&to_usrq(ibqp->srq)->users, 1);
-	}
 	urxe_wq_fini(&qp->e.sq);
 	urxe_wq_fini(&qp->e.rq);
 	urxe_qpx_fini(qp);
@@ -287,6 +414,18 @@ int urxe_qp_destroy(struct ibv_qp *ibqp)
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);
+}
+
+int urxe_qp_destroy(struct ibv_qp *ibqp)
+{
+	if (!ibqp)
+		return -EINVAL;
+	/* A TGT QP's handle: the QP goes with its last one. */
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV) {
+		urxe_qp_tgt_close(to_uqp(ibqp));
+		return 0;
+	}
+	urxe_qp_release(to_uqp(ibqp));
 	return 0;
 }
 
@@ -458,14 +597,18 @@ static void remember(struct ibv_qp_attr *k, const struct ibv_qp_attr *a,
 		k->dest_qp_num = a->dest_qp_num;
 }
 
-/* Into RESET: the QP's waiting completions leave with it (provider_int.h). */
+/*
+ * Into RESET: the QP's waiting completions leave with it (provider_int.h).
+ * A TGT QP has no CQ of its own: its completions are the SRQs'.
+ */
 static void clean_cqs(struct urxe_qp *qp)
 {
 	struct ibv_qp *ibqp = &qp->vqp.qp_base;
-	unsigned int n;
+	unsigned int n = 0;
 
-	n = urxe_cq_clean(ibqp->recv_cq, qp->e.qpn);
-	if (ibqp->send_cq != ibqp->recv_cq)
+	if (ibqp->recv_cq)
+		n += urxe_cq_clean(ibqp->recv_cq, qp->e.qpn);
+	if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
 		n += urxe_cq_clean(ibqp->send_cq, qp->e.qpn);
 	if (n)
 		urxe_dbg("QP 0x%06x: %u completions dropped with the reset",
@@ -494,11 +637,15 @@ int urxe_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	struct urxe_qp_attr ea;
 	struct urxe_path path;
 	enum ibv_qp_state cur, next;
-	int rc, emask = mask & ~IBV_QP_CUR_STATE;
+	int rc, emask;
 
 	if (!ibqp || !attr)
 		return -EINVAL;
-	qp = to_uqp(ibqp);
+	/* Through an opened handle too: the TGT QP is one. */
+	qp = urxe_qp_real(to_uqp(ibqp));
+	/* The kernel drops what an XRC QP's side has no use for. */
+	mask &= ~urxe_qp_mask_ignored(ibqp->qp_type);
+	emask = mask & ~IBV_QP_CUR_STATE;
 	pthread_mutex_lock(&qp->lock);
 	cur = cur_state(qp);
 	rc = check_modify(qp, attr, mask, cur, &next, &path);
@@ -549,7 +696,7 @@ int urxe_qp_query(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	/* As rdma-core's ibv_cmd_query_qp: newer attributes need _ex. */
 	if (mask & ~(IBV_QP_RATE_LIMIT - 1))
 		return -EOPNOTSUPP;
-	qp = to_uqp(ibqp);
+	qp = urxe_qp_real(to_uqp(ibqp));
 	pthread_mutex_lock(&qp->lock);
 	state = cur_state(qp);
 	/* Like the kernel: every attribute, whatever @mask selects. */
@@ -560,6 +707,11 @@ int urxe_qp_query(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	attr->sq_draining = 0;
 	*init = qp->init;
 	pthread_mutex_unlock(&qp->lock);
+	/* As rdma-core's: the handle's own pointers. */
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	if (mask & IBV_QP_STATE)
 		ibqp->state = state;
 	return 0;

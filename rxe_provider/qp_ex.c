@@ -38,7 +38,8 @@
  * their builders make wr_complete fail with EOPNOTSUPP.
  */
 
-#define QPX_COMP_MASK (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | \
+#define QPX_COMP_MASK (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | \
+		       IBV_QP_INIT_ATTR_CREATE_FLAGS | \
 		       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 
 struct urxe_wr_batch {
@@ -365,11 +366,14 @@ static void qpx_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah,
 	wr->wr.ud.remote_qkey = remote_qkey;
 }
 
-/* XRC_SEND QPs do not exist yet: for the others there is nothing to set. */
+/* The remote XRC SRQ of an XRC_SEND QP's request; others have none. */
 static void qpx_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
 {
-	(void)srqn;
-	cur_wr(x);
+	struct ibv_send_wr *wr = cur_wr(x);
+
+	if (!wr || x->qp_base.qp_type != IBV_QPT_XRC_SEND)
+		return;
+	wr->qp_type.xrc.remote_srqn = srqn;
 }
 
 static void install(struct ibv_qp_ex *x)
@@ -403,6 +407,7 @@ static uint64_t ops_of(enum ibv_qp_type type)
 {
 	switch (type) {
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND:		/* an RC requester (IBA A14.4) */
 		return OPS_RC;
 	case IBV_QPT_UC:
 		return OPS_UC;
@@ -420,8 +425,19 @@ static int check_init_ex(const struct ibv_qp_init_attr_ex *a)
 			 a->comp_mask & ~(uint32_t)QPX_COMP_MASK);
 		return -EOPNOTSUPP;
 	}
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
+	/* A TGT QP belongs to an XRC domain; the others to a PD. */
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd) {
+			urxe_dbg("ibv_create_qp_ex: an XRC_RECV QP needs comp_mask IBV_QP_INIT_ATTR_XRCD and an XRCD");
+			return -EINVAL;
+		}
+		if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+			urxe_dbg("ibv_create_qp_ex: an XRC_RECV QP has no send queue for send_ops_flags");
+			return -EOPNOTSUPP;
+		}
+	} else if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd) {
 		return -EINVAL;
+	}
 	/* No creation flag (loopback blocking, scatter FCS, ...) exists here. */
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
 		urxe_dbg("ibv_create_qp_ex: create_flags 0x%x not supported",
@@ -443,6 +459,9 @@ int urxe_qp_create_ex(struct urxe_dev *dev, struct ibv_qp_init_attr_ex *a,
 {
 	struct ibv_qp_init_attr ia;
 	struct urxe_wr_batch *b = NULL;
+	struct ibv_xrcd *xrcd = NULL;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd = NULL;
 	struct ibv_qp *ibqp;
 	int rc;
 
@@ -466,7 +485,14 @@ int urxe_qp_create_ex(struct urxe_dev *dev, struct ibv_qp_init_attr_ex *a,
 		.qp_type = a->qp_type,
 		.sq_sig_all = a->sq_sig_all,
 	};
-	rc = urxe_qp_create(dev, a->pd, &ia, async, &ibqp);
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		xrcd = a->xrcd;
+		ctx = xrcd->context;
+	} else {
+		pd = a->pd;
+		ctx = pd->context;
+	}
+	rc = urxe_qp_create_in(dev, ctx, pd, xrcd, &ia, async, &ibqp);
 	if (rc) {
 		free(b);
 		return rc;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <urxe/log.h>
 #include <urxe/provider.h>
 
 #include "provider_int.h"
@@ -36,6 +37,12 @@ static void wq_publish(struct urxe_wq *q, uint32_t prod)
 
 /* ---- send ---- */
 
+/* RC, and XRC INI QPs, which are RC requesters (IBA A14.4). */
+static bool rc_like(enum ibv_qp_type type)
+{
+	return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
+}
+
 /* Operations per transport (IBA 9.4, Table 38 rows per service). */
 static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 {
@@ -50,10 +57,10 @@ static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return type == IBV_QPT_RC;
+		return rc_like(type);
 	case IBV_WR_BIND_MW:
 	case IBV_WR_LOCAL_INV:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC; /* kernel rxe */
+		return rc_like(type) || type == IBV_QPT_UC; /* kernel rxe */
 	default:
 		return false;	/* TSO, ATOMIC_WRITE, FLUSH: not yet */
 	}
@@ -167,6 +174,9 @@ static void fill_send(struct urxe_qp *qp, struct urxe_send_wqe *w,
 		.state = URXE_WQE_POSTED,
 		.status = IBV_WC_SUCCESS,
 	};
+	/* XRC: the SRQ the message goes to, sent as XRCETH (IBA A14.3.1). */
+	if (qp->e.type == IBV_QPT_XRC_SEND)
+		w->remote_qpn = wr->qp_type.xrc.remote_srqn & QPN_MASK;
 	if (wr->opcode == IBV_WR_SEND_WITH_INV ||
 	    wr->opcode == IBV_WR_LOCAL_INV)
 		w->imm_inv = wr->invalidate_rkey;
@@ -257,6 +267,12 @@ int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t prod;
 	int rc = 0;
 
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV) {
+		urxe_dbg("QP 0x%06x: an XRC TGT QP has no send queue: post on the XRC_SEND QP",
+			 ibqp->qp_num);
+		*bad = wr;
+		return -EINVAL;
+	}
 	if (!send_state_ok(qp_state(qp))) {
 		*bad = wr;
 		return -EINVAL;
@@ -322,9 +338,19 @@ int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad)
 {
 	struct urxe_qp *qp = to_uqp(ibqp);
-	enum ibv_qp_state s = qp_state(qp);
+	enum ibv_qp_state s;
 	unsigned int posted;
 	int rc;
+
+	/* XRC QPs have no receive queue: receives go to XRC SRQs. */
+	if (ibqp->qp_type == IBV_QPT_XRC_SEND ||
+	    ibqp->qp_type == IBV_QPT_XRC_RECV) {
+		urxe_dbg("QP 0x%06x: an XRC QP has no receive queue: post to the XRC SRQ (ibv_post_srq_recv)",
+			 ibqp->qp_num);
+		*bad = wr;
+		return -EINVAL;
+	}
+	s = qp_state(qp);
 
 	/* Receives may wait from INIT on (IBA 10.3.1); SRQ QPs use the SRQ. */
 	if (s == IBV_QPS_RESET || ibqp->srq) {

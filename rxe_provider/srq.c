@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Shared receive queues: ibv_create_srq(3) and ibv_create_srq_ex(3)
- * (basic SRQs on a PD), ibv_modify_srq(3), ibv_query_srq(3),
- * ibv_destroy_srq(3) and ibv_post_srq_recv(3).  The ring is the engine's
+ * (basic SRQs on a PD, XRC SRQs of an XRC domain), ibv_modify_srq(3),
+ * ibv_query_srq(3), ibv_destroy_srq(3), ibv_post_srq_recv(3) and
+ * ibv_get_srq_num(3).  An XRC SRQ (IBA annex A14) is numbered by the
+ * engine; the requests of the domain's TGT QPs that name its number take
+ * its WQEs, are checked against its PD and complete to its CQ.  The ring
+ * is the engine's
  * (struct urxe_esrq): posting fills it under its spinlock like a QP's
  * receive queue, the responder takes one WQE per message for whichever
  * QP the message came to.  The limits are kernel rxe's (rxe_srq.c):
@@ -25,8 +29,25 @@
 
 /* ---- creation ---- */
 
+/* An XRC SRQ's XRCD and CQ: this context's (as the kernel's handles). */
+static int check_xrc(struct urxe_dev *dev, struct ibv_context *ctx,
+		     const struct ibv_srq_init_attr_ex *a)
+{
+	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
+	    !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ)) {
+		urxe_dbg("ibv_create_srq_ex: an XRC SRQ needs comp_mask IBV_SRQ_INIT_ATTR_XRCD, _CQ and _PD");
+		return -EINVAL;
+	}
+	if (!a->xrcd || a->xrcd->context != ctx ||
+	    to_uxrcd(a->xrcd)->dev != dev || !a->cq || a->cq->context != ctx) {
+		urxe_dbg("ibv_create_srq_ex: the XRCD and CQ of an XRC SRQ must be of its context");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* rdma-core's checks (cmd_srq.c), then the device's. */
-static int check_init(struct ibv_context *ctx,
+static int check_init(struct urxe_dev *dev, struct ibv_context *ctx,
 		      const struct ibv_srq_init_attr_ex *a)
 {
 	enum ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ?
@@ -41,11 +62,9 @@ static int check_init(struct ibv_context *ctx,
 	case IBV_SRQT_BASIC:
 		break;
 	case IBV_SRQT_XRC:
-		if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
-		    !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ))
+		if (check_xrc(dev, ctx, a))
 			return -EINVAL;
-		urxe_dbg("ibv_create_srq_ex: XRC SRQs are not supported yet");
-		return -EOPNOTSUPP;
+		break;
 	case IBV_SRQT_TM:
 		if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
 		    !(a->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
@@ -92,6 +111,32 @@ static void init_ibv_srq(struct urxe_srq *srq,
 	pthread_cond_init(&s->cond, NULL);
 }
 
+static bool is_xrc(const struct ibv_srq_init_attr_ex *a)
+{
+	return (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	       a->srq_type == IBV_SRQT_XRC;
+}
+
+/* Numbers @srq and makes it reachable; last, as it publishes. */
+static int xrc_add(struct urxe_srq *srq, const struct ibv_srq_init_attr_ex *a)
+{
+	int rc;
+
+	srq->xrcd = to_uxrcd(a->xrcd);
+	srq->cq = to_ucq(a->cq);
+	srq->e.xrcd = srq->xrcd->domain_id;
+	srq->e.cq = &srq->cq->ring;
+	rc = urxe_engine_xsrq_add(srq->dev->eng, &srq->e);
+	if (rc) {
+		urxe_err("%s: no number left for an XRC SRQ (QPs and XRC SRQs share %u)",
+			 srq->dev->desc.name, 1u << URXE_QPN_INDEX_BITS);
+		return rc;
+	}
+	atomic_fetch_add(&srq->xrcd->users, 1);
+	atomic_fetch_add(&srq->cq->users, 1);
+	return 0;
+}
+
 int urxe_srq_create(struct urxe_dev *dev, struct ibv_context *ctx,
 		    struct ibv_srq_init_attr_ex *attr,
 		    struct urxe_evpipe *async, struct ibv_srq **out)
@@ -102,11 +147,17 @@ int urxe_srq_create(struct urxe_dev *dev, struct ibv_context *ctx,
 
 	if (!attr)
 		return -EINVAL;
-	rc = check_init(ctx, attr);
+	rc = check_init(dev, ctx, attr);
 	if (rc)
 		return rc;
 	if (dev->dead)
 		return -EIO;
+	/* TGT QPs of other processes may relay requests to an XRC SRQ. */
+	if (is_xrc(attr)) {
+		rc = urxe_dev_bind(dev);
+		if (rc)
+			return rc;
+	}
 	if (atomic_fetch_add(&dev->nsrq, 1) >= 1 << URXE_QPN_INDEX_BITS) {
 		rc = -ENOMEM;		/* max_srq */
 		goto err_count;
@@ -132,13 +183,24 @@ int urxe_srq_create(struct urxe_dev *dev, struct ibv_context *ctx,
 	atomic_init(&srq->users, 0);
 	pthread_mutex_init(&srq->lock, NULL);
 	init_ibv_srq(srq, attr);
+	if (is_xrc(attr)) {
+		rc = xrc_add(srq, attr);
+		if (rc)
+			goto err_init;
+	}
 	atomic_fetch_add(&to_upd(attr->pd)->users, 1);
 	attr->attr.max_sge = max_sge;
-	urxe_dbg("%s: SRQ %u created: %u WRs of %u SGEs", dev->desc.name,
-		 srq->ibv.handle, attr->attr.max_wr, max_sge);
+	urxe_dbg("%s: SRQ %u created: %u WRs of %u SGEs%s", dev->desc.name,
+		 srq->ibv.handle, attr->attr.max_wr, max_sge,
+		 srq->xrcd ? ", XRC" : "");
 	*out = &srq->ibv;
 	return 0;
 
+err_init:
+	pthread_mutex_destroy(&srq->lock);
+	pthread_mutex_destroy(&srq->ibv.mutex);
+	pthread_cond_destroy(&srq->ibv.cond);
+	urxe_wq_fini(&srq->e.rq);
 err_free:
 	free(srq);
 err_count:
@@ -166,6 +228,9 @@ int urxe_srq_destroy(struct ibv_srq *ibsrq)
 	/* ibv_destroy_srq(3): not while a QP is associated with it. */
 	if (atomic_load(&srq->users))
 		return -EBUSY;
+	/* No request reaches it after this; a message into it is dropped. */
+	if (srq->xrcd)
+		urxe_engine_xsrq_remove(srq->dev->eng, &srq->e);
 	reported = atomic_load(&srq->events_reported);
 	if (srq->async && reported)
 		reported -= urxe_evpipe_purge(srq->async, event_of_srq, ibsrq);
@@ -176,6 +241,10 @@ int urxe_srq_destroy(struct ibv_srq *ibsrq)
 	pthread_mutex_unlock(&ibsrq->mutex);
 
 	atomic_fetch_sub(&to_upd(ibsrq->pd)->users, 1);
+	if (srq->xrcd) {
+		atomic_fetch_sub(&srq->xrcd->users, 1);
+		atomic_fetch_sub(&srq->cq->users, 1);
+	}
 	atomic_fetch_sub(&srq->dev->nsrq, 1);
 	urxe_wq_fini(&srq->e.rq);
 	pthread_mutex_destroy(&srq->lock);
@@ -269,4 +338,20 @@ int urxe_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	unsigned int posted;
 
 	return urxe_recv_post(&to_usrq(ibsrq)->e.rq, wr, bad, &posted);
+}
+
+int urxe_srq_get_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct urxe_srq *srq;
+
+	if (!ibsrq || !srq_num)
+		return -EINVAL;
+	srq = to_usrq(ibsrq);
+	if (!srq->xrcd) {
+		urxe_dbg("ibv_get_srq_num: SRQ %u is a basic SRQ: only XRC SRQs (IBV_SRQT_XRC) have numbers",
+			 ibsrq->handle);
+		return -EINVAL;
+	}
+	*srq_num = srq->e.srqn;
+	return 0;
 }

@@ -76,6 +76,14 @@ struct urxe_dev {
 	bool port_active;		/* as last reported */
 	struct urxe_evpipe **asyncs;
 	unsigned int nasyncs;
+	/*
+	 * XRC: the TGT QPs of this instance, whatever context made them, for
+	 * ibv_open_qp(3); @xrc_lock also guards each one's handles and their
+	 * count.  Never held while taking the engine's progress lock (the
+	 * engine's event callback takes it with the progress lock held).
+	 */
+	pthread_mutex_t xrc_lock;
+	struct urxe_qp *tgt_qps;
 };
 
 /*
@@ -413,6 +421,22 @@ struct urxe_qp {
 	atomic_bool last_wqe_reported;
 	/* the ibv_wr_* batch being built; NULL without SEND_OPS_FLAGS */
 	struct urxe_wr_batch *wrb;
+	/*
+	 * XRC TGT QPs (IBV_QPT_XRC_RECV) are used through handles: the
+	 * creator's is this object's own ibv_qp, each ibv_open_qp(3) makes
+	 * another struct urxe_qp whose @real names this one (its other
+	 * transport fields unused).  Each handle counts in the users of the
+	 * XRCD handle it came through (@xrcd) and gets the QP's async events
+	 * in its own context.  The QP lives until its last handle goes.
+	 * Handles, @nhandles and @creator_open are under dev->xrc_lock.
+	 */
+	struct urxe_qp *real;		/* an opened handle: the TGT QP */
+	struct urxe_xrcd *xrcd;		/* a handle's XRCD handle */
+	struct urxe_qp *handles;	/* TGT: the opened handles ... */
+	struct urxe_qp *hnext;		/* ... linked here */
+	unsigned int nhandles;		/* TGT: the creator's, if open, + opened */
+	bool creator_open;
+	struct urxe_qp *tgt_next;	/* dev->tgt_qps */
 };
 
 static inline struct urxe_qp *to_uqp(struct ibv_qp *qp)
@@ -420,6 +444,18 @@ static inline struct urxe_qp *to_uqp(struct ibv_qp *qp)
 	return (struct urxe_qp *)((char *)qp - offsetof(struct urxe_qp, vqp.qp_base));
 }
 
+/* The QP behind a handle: itself, unless ibv_open_qp(3) made it. */
+static inline struct urxe_qp *urxe_qp_real(struct urxe_qp *qp)
+{
+	return qp->real ? qp->real : qp;
+}
+
+/*
+ * RC, UC, UD and IBV_QPT_XRC_SEND (an XRC INI QP: a PD, a send CQ and a
+ * send queue; receive caps, recv_cq and srq are ignored, as by the
+ * kernel).  IBV_QPT_XRC_RECV needs ibv_create_qp_ex(3): -EINVAL here.
+ * An XRC SRQ on any QP: -EINVAL.
+ */
 int urxe_qp_create(struct urxe_dev *dev, struct ibv_pd *pd,
 		   struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
 		   struct ibv_qp **out);
@@ -438,14 +474,27 @@ int urxe_qp_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid);
 /* ibv_ack_async_event() of an event affiliated with @qp. */
 void urxe_qp_ack_async(struct ibv_qp *qp);
 /*
- * ibv_create_qp_ex(3): PD, CREATE_FLAGS (none supported) and
+ * ibv_create_qp_ex(3): PD, XRCD, CREATE_FLAGS (none supported) and
  * SEND_OPS_FLAGS; with the latter the QP's ibv_qp_ex carries the ibv_wr_*
  * family (qp_ex.c), except wr_complete, which core installs over
  * urxe_qpx_complete (0 or a negative errno).  Other comp_mask bits,
  * flags and operations the transport lacks: -EOPNOTSUPP.
+ * IBV_QPT_XRC_RECV (an XRC TGT QP) needs IBV_QP_INIT_ATTR_XRCD and an
+ * XRCD of this instance (-EINVAL); it has no PD, CQs, SRQ or queues
+ * (whatever is given is ignored, the caps come back 0).
  */
 int urxe_qp_create_ex(struct urxe_dev *dev, struct ibv_qp_init_attr_ex *attr,
 		      struct urxe_evpipe *async, struct ibv_qp **out);
+/*
+ * ibv_open_qp(3): a new handle, in context @ctx, on the TGT QP numbered
+ * attr->qp_num of attr->xrcd's domain that a context of this instance
+ * made (comp_mask NUM, XRCD and TYPE, type IBV_QPT_XRC_RECV, the XRCD of
+ * @ctx: else -EINVAL; unknown comp_mask bits -EOPNOTSUPP; no such QP
+ * -EINVAL).  ibv_destroy_qp(3) of a handle drops only the handle.
+ */
+int urxe_qp_open(struct urxe_dev *dev, struct ibv_context *ctx,
+		 struct ibv_qp_open_attr *attr, struct urxe_evpipe *async,
+		 struct ibv_qp **out);
 /* The ibv_qp_ex of a QP made with SEND_OPS_FLAGS, else NULL. */
 struct ibv_qp_ex *urxe_qp_to_qp_ex(struct ibv_qp *qp);
 int urxe_qpx_complete(struct ibv_qp_ex *qpx);
@@ -458,7 +507,11 @@ int urxe_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 /*
  * Shared receive queues (ibv_create_srq(3), ibv_modify_srq(3)): basic SRQs
  * on a PD, which the RC, UC and UD QPs made with them (init_attr.srq)
- * take their receives from.  The ring is the engine's struct urxe_esrq.
+ * take their receives from, and XRC SRQs (ibv_create_srq_ex(3) with
+ * IBV_SRQT_XRC), numbered by the engine, which the TGT QPs of their XRC
+ * domain deliver into and whose receives complete to their own CQ.  An
+ * XRC SRQ counts in the users of its PD, CQ and XRCD handle; no QP
+ * attaches to it.  The ring is the engine's struct urxe_esrq.
  * IBV_EVENT_SRQ_LIMIT_REACHED goes to @async, the context's event pipe,
  * as a QP's events do.  Destroy refuses (-EBUSY) while QPs use the SRQ,
  * then drops its events nobody read and waits until the ones read were
@@ -472,6 +525,9 @@ struct urxe_srq {
 	struct urxe_evpipe *async;
 	atomic_uint events_reported;	/* posted to async */
 	atomic_int users;		/* QPs attached */
+	/* XRC SRQs: the XRCD handle and CQ it was made with; NULL: basic */
+	struct urxe_xrcd *xrcd;
+	struct urxe_cq *cq;
 };
 
 static inline struct urxe_srq *to_usrq(struct ibv_srq *srq)
@@ -481,8 +537,9 @@ static inline struct urxe_srq *to_usrq(struct ibv_srq *srq)
 
 /*
  * ibv_create_srq_ex(3) (ibv_create_srq(3) passes comp_mask PD): the
- * granted max_wr and max_sge are written back into @attr.  XRC and
- * tag-matching SRQs: -EOPNOTSUPP.
+ * granted max_wr and max_sge are written back into @attr.  An XRC SRQ
+ * needs comp_mask XRCD, CQ and PD, each of @ctx (-EINVAL).  Tag-matching
+ * SRQs: -EOPNOTSUPP.
  */
 int urxe_srq_create(struct urxe_dev *dev, struct ibv_context *ctx,
 		    struct ibv_srq_init_attr_ex *attr,
@@ -496,6 +553,8 @@ int urxe_srq_post_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad);
 /* ibv_ack_async_event() of an event affiliated with @srq. */
 void urxe_srq_ack_async(struct ibv_srq *srq);
+/* ibv_get_srq_num(3): an XRC SRQ's number; -EINVAL for a basic SRQ. */
+int urxe_srq_get_num(struct ibv_srq *srq, uint32_t *srq_num);
 
 /* Whether an async event of this type names an SRQ (element.srq). */
 static inline bool urxe_event_is_srq(enum ibv_event_type t)

@@ -448,10 +448,12 @@ START_TEST(create_bad)
 		a.cap.max_inline_data = caps[i].inl;
 		create_fails(pd, &a, EINVAL, "caps");
 	}
+	/* XRC: an INI QP needs a send CQ; a TGT QP ibv_create_qp_ex. */
 	a = init_attr(IBV_QPT_XRC_SEND, 1, 1);
-	create_fails(pd, &a, EOPNOTSUPP, "XRC_SEND");
+	a.send_cq = NULL;
+	create_fails(pd, &a, EINVAL, "XRC_SEND without a send CQ");
 	a = init_attr(IBV_QPT_XRC_RECV, 1, 1);
-	create_fails(pd, &a, EOPNOTSUPP, "XRC_RECV");
+	create_fails(pd, &a, EINVAL, "XRC_RECV");
 	a = init_attr(IBV_QPT_RAW_PACKET, 1, 1);
 	create_fails(pd, &a, EOPNOTSUPP, "RAW_PACKET");
 	a = init_attr((enum ibv_qp_type)77, 1, 1);

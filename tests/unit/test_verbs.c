@@ -420,14 +420,14 @@ START_TEST(device_attrs)
 	/*
 	 * Honest caps: atomics work (pyverbs' test_atomic skips on NONE),
 	 * RNR NAKs are generated, SRQs resize, memory windows of types 1
-	 * and 2B, port events; no XRC or path migration yet.
+	 * and 2B, port events, XRC; no path migration yet.
 	 */
 	ck_assert_int_eq(a.atomic_cap, IBV_ATOMIC_HCA);
 	ck_assert_uint_eq(a.device_cap_flags,
 			  IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
 			  IBV_DEVICE_PORT_ACTIVE_EVENT |
 			  IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |
-			  IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+			  IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC);
 	ck_assert_int_gt(a.max_srq, 0);
 	ck_assert_int_gt(a.max_srq_wr, 0);
 	ck_assert_int_gt(a.max_srq_sge, 0);
