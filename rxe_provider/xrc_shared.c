@@ -400,3 +400,117 @@ bool urxe_xrc_srq_route(struct urxe_xrc_dom *d, uint32_t srqn,
 	}
 	return false;
 }
+
+/* ---- this process's views of TGT QPs hosted by others ---- */
+
+struct xs_view {
+	struct urxe_dev *dev;
+	struct urxe_xrc_dom *dom;
+	struct urxe_eqp *qp;
+	bool failed;
+};
+
+static pthread_mutex_t views_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xs_view *views;
+static unsigned int nviews, views_cap;
+
+int urxe_xrc_view_add(struct urxe_dev *dev, struct urxe_xrc_dom *d,
+		      struct urxe_eqp *qp)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&views_lock);
+	if (nviews == views_cap) {
+		unsigned int cap = views_cap ? 2 * views_cap : 8;
+		struct xs_view *v = realloc(views, cap * sizeof(*v));
+
+		if (!v) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		views = v;
+		views_cap = cap;
+	}
+	views[nviews++] = (struct xs_view){ .dev = dev, .dom = d, .qp = qp };
+out:
+	pthread_mutex_unlock(&views_lock);
+	return rc;
+}
+
+bool urxe_xrc_view_del(struct urxe_dev *dev, struct urxe_eqp *qp)
+{
+	unsigned int i, left = 0;
+	bool found = false;
+
+	pthread_mutex_lock(&views_lock);
+	for (i = 0; i < nviews; i++) {
+		if (views[i].qp == qp) {
+			views[i] = views[--nviews];
+			found = true;
+			i--;
+			continue;
+		}
+		if (views[i].dev == dev)
+			left++;
+	}
+	pthread_mutex_unlock(&views_lock);
+	if (found && !left)
+		urxe_engine_xrc_watch(dev->eng, false);
+	return found;
+}
+
+struct urxe_eqp *urxe_xrc_view_find(struct urxe_dev *dev, uint32_t qpn)
+{
+	struct urxe_eqp *qp = NULL;
+	unsigned int i;
+
+	pthread_mutex_lock(&views_lock);
+	for (i = 0; i < nviews; i++) {
+		if (views[i].dev == dev && views[i].qp->qpn == qpn &&
+		    !views[i].failed) {
+			qp = views[i].qp;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&views_lock);
+	return qp;
+}
+
+void urxe_xrc_views_watch(struct urxe_dev *dev)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&views_lock);
+	for (i = 0; i < nviews; i++) {
+		struct xs_view *v = &views[i];
+
+		if (v->dev != dev || v->failed ||
+		    urxe_xrc_tgt_alive(v->dom, v->qp->shared, v->qp->qpn))
+			continue;
+		/* The host is gone (or destroyed the QP): nobody answers. */
+		v->failed = true;
+		urxe_info("XRC: TGT QP %u: its host process is gone; the QP is in error",
+			  v->qp->qpn);
+		urxe_engine_qp_fail(v->qp, IBV_EVENT_QP_FATAL);
+	}
+	pthread_mutex_unlock(&views_lock);
+}
+
+bool urxe_xrc_route(struct urxe_dev *dev, const struct urxe_eqp *qp,
+		    uint32_t srqn, union ibv_gid *gid)
+{
+	struct urxe_xrc_dom *d;
+	bool found = false;
+
+	if (!qp->shared)
+		return false;	/* a private domain: this process only */
+	pthread_mutex_lock(&doms_lock);
+	for (d = doms; d; d = d->next) {
+		if (d->dev == dev && d->domain_id == qp->xrcd) {
+			found = urxe_xrc_srq_route(d, srqn, gid);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&doms_lock);
+	return found;
+}

@@ -52,4 +52,22 @@ void urxe_xrc_srq_unpublish(struct urxe_xrc_dom *d, uint32_t srqn);
 bool urxe_xrc_srq_route(struct urxe_xrc_dom *d, uint32_t srqn,
 			union ibv_gid *gid);
 
+/*
+ * Views of TGT QPs hosted by other processes (ibv_open_qp across
+ * processes): the engine finds them by QPN (urxe_xrc_view_find, its
+ * ops->xrc_foreign); urxe_xrc_views_watch (its ops->xrc_watch, progress
+ * lock held) fails, with IBV_EVENT_QP_FATAL, each view whose host is gone.
+ * urxe_xrc_view_del() returns whether @qp was a view (then the caller
+ * retires it with urxe_engine_qp_remove()).  The caller turns the
+ * engine's watch on after adding; deleting the last view turns it off.
+ */
+int urxe_xrc_view_add(struct urxe_dev *dev, struct urxe_xrc_dom *d,
+		      struct urxe_eqp *qp);
+bool urxe_xrc_view_del(struct urxe_dev *dev, struct urxe_eqp *qp);
+struct urxe_eqp *urxe_xrc_view_find(struct urxe_dev *dev, uint32_t qpn);
+void urxe_xrc_views_watch(struct urxe_dev *dev);
+/* ops->xrc_route: the GID of the process owning SRQ @srqn of @qp's domain. */
+bool urxe_xrc_route(struct urxe_dev *dev, const struct urxe_eqp *qp,
+		    uint32_t srqn, union ibv_gid *gid);
+
 #endif
