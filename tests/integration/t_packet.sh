@@ -1,0 +1,216 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# t_packet BUILD_DIR: the packet backend (AF_PACKET rings, CAP_NET_RAW).
+# Two network namespaces joined by a veth pair (198.18.9.0/24); devices
+# made with `urxe dev add NAME netdev IF backend packet`; programs run as
+# an ordinary user who holds CAP_NET_RAW through
+# `setpriv --inh-caps=+net_raw --ambient-caps=+net_raw`.
+#   - without the capability the packet backend fails with a message
+#     naming what to grant, while the udp backend still works;
+#   - both ends on the packet backend: Debian's unmodified ibv_rc_pingpong,
+#     ibv_ud_pingpong, ibv_xsrq_pingpong (when the device has XRC), and
+#     perftest's ib_write_bw, ib_read_bw, ib_send_lat pass;
+#   - three processes in namespace A share its one IP and run concurrent
+#     RC pingpongs (-e) with three peers in B; all pass;
+#   - a packet end talks to a udp end, both ways round;
+#   - tcpdump on the receiving side (vethB) records what A sends (sent
+#     frames bypass the qdisc, so local taps never see them) and the
+#     project's frame validator accepts every frame;
+#   - ib_write_bw -s 4096 -n $SC_ITERS under `strace -c -f`: the system
+#     calls per packet of each process are reported; the receiving side
+#     must make fewer than 0.1.
+# Root builds the namespaces (else skip).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/integration/lib.sh
+. "$HERE/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip "network namespaces and CAP_NET_RAW need root"
+command -v ip >/dev/null || skip "no ip (iproute2)"
+command -v ibv_rc_pingpong >/dev/null || skip "no ibv_rc_pingpong (ibverbs-utils)"
+urxe_it_init "$@"
+traffic_turn
+
+T_LIMIT=40
+SC_ITERS=${URXE_TEST_SC_ITERS:-100000}
+URXE=$B/bin/urxe
+# The user without, then with, CAP_NET_RAW (inherited and ambient: it
+# survives the exec of env and of the program).
+NOCAP_USER=("${AS_USER[@]}")
+CAP_USER=("${AS_USER[@]:0:${#AS_USER[@]}-1}" --inh-caps=+net_raw
+	  --ambient-caps=+net_raw --)
+AS_USER=("${CAP_USER[@]}")
+
+ns_add A a
+ns_add NB b
+ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
+ip -n "$A" addr add 198.18.9.1/24 dev vethA
+ip -n "$NB" addr add 198.18.9.2/24 dev vethB
+ip -n "$A" link set vethA up
+ip -n "$NB" link set vethB up
+assert_lib_loaded "$A"
+
+capture caps ns_user_plain "$A" grep '^CapAmb' /proc/self/status
+check "the user's programs hold CAP_NET_RAW (ambient $(awk '{ print $2 }' "$(out caps)"))" \
+	test "$(( 0x$(awk '{ print $2 }' "$(out caps)") & 0x2000 ))" -ne 0
+
+# Devices as a user makes them: rxe0 exists in A (vethA), rxe1 in B.
+capture add0 ns_user "$A" "$URXE" dev add rxe0 netdev vethA backend packet
+expect_rc "urxe dev add rxe0 netdev vethA backend packet" 0 add0
+capture add1 ns_user "$NB" "$URXE" dev add rxe1 netdev vethB backend packet
+expect_rc "urxe dev add rxe1 netdev vethB backend packet" 0 add1
+capture show ns_user "$A" "$URXE" dev show
+expect_match "urxe dev show in A: rxe0 on vethA, backend packet" show \
+	'rxe0.*vethA.*packet|backend packet'
+
+# end NS KIND: sets END to the runner arguments of one end in namespace NS
+# on the packet backend (KIND packet: the devices `urxe dev add` made) or
+# the udp backend (KIND udp, from URXE_DEVICES), and AS_USER to the user
+# with CAP_NET_RAW (packet) or without (udp: it needs none).
+end() {
+	local ifn=vethA
+	[ "$1" = "$A" ] || ifn=vethB
+	if [ "$2" = packet ]; then
+		END=(ns_user "$1")
+		AS_USER=("${CAP_USER[@]}")
+	else
+		END=(ns_user "$1" "URXE_DEVICES=rxe0 netdev $ifn")
+		AS_USER=("${NOCAP_USER[@]}")
+	fi
+}
+
+# pp NAME SRVNS SRVKIND CLINS CLIKIND PROG ARGS...: a server in SRVNS, its
+# client in CLINS toward the server's address; both must exit 0.
+pp() {
+	local name=$1 sns=$2 skind=$3 cns=$4 ckind=$5 port sip spid crc
+	shift 5
+	next_port port
+	sip=198.18.9.2
+	[ "$sns" != "$A" ] || sip=198.18.9.1
+	end "$sns" "$skind"
+	if ! serve "$name.srv" "$port" "${END[@]}" "$URXE" run -- "$@" -p "$port"; then
+		fail "$name: the server did not start"
+		show "$name.srv"
+		return
+	fi
+	spid=$BG_PID
+	end "$cns" "$ckind"
+	capture "$name.cli" "${END[@]}" "$URXE" run -- "$@" -p "$port" "$sip"
+	crc=$RC
+	reap "$spid"
+	if [ "$crc" -eq 0 ] && [ "$RC" -eq 0 ]; then
+		pass "$name ($skind <- $ckind): $* (client and server exit 0)"
+	else
+		fail "$name ($skind <- $ckind): $*: client exit $crc, server exit $RC"
+		show "$name.cli" "$crc"
+		show "$name.srv"
+	fi
+}
+
+# --- without CAP_NET_RAW -----------------------------------------------------
+AS_USER=("${NOCAP_USER[@]}")
+capture nocap ns_user "$A" "$URXE" run -- ibv_rc_pingpong -g 1 -p 9 198.18.9.2
+check "without CAP_NET_RAW the packet backend fails (exit $RC)" test "$RC" -ne 0
+expect_match "... saying what to grant (setpriv --inh-caps=+net_raw --ambient-caps=+net_raw)" \
+	nocap 'needs CAP_NET_RAW.*setpriv --inh-caps=\+net_raw --ambient-caps=\+net_raw' err
+pp udp_nocap "$NB" udp "$A" udp ibv_rc_pingpong -g 1 -n 50
+
+# --- both ends on the packet backend ------------------------------------------
+pp rc "$NB" packet "$A" packet ibv_rc_pingpong -g 1 -n 500
+expect_match "rc: the client reports its rate" rc.cli 'iters in .* usec/iter'
+pp ud "$NB" packet "$A" packet ibv_ud_pingpong -g 1 -n 500
+capture dv ns_user "$A" "$URXE" run -- ibv_devinfo -v
+if grep -q 'XRC' "$(out dv)"; then
+	pp xsrq "$NB" packet "$A" packet ibv_xsrq_pingpong -g 1 -n 100
+else
+	note "the device does not advertise XRC: ibv_xsrq_pingpong not run"
+fi
+for prog in ib_write_bw ib_read_bw ib_send_lat; do
+	pp "$prog" "$NB" packet "$A" packet "$prog" -x 1 -F -n 2000
+	expect_match "$prog: the client reports its result" "$prog.cli" \
+		'^ *(2|65536) +2000 '
+done
+
+# --- three processes share A's IP ---------------------------------------------
+ports=() spids=() cpids=() tport=0
+AS_USER=("${CAP_USER[@]}")
+for i in 1 2 3; do
+	next_port tport		# (not "p": next_port's own local)
+	ports+=("$tport")
+	serve "three$i.srv" "$tport" ns_user "$A" "$URXE" run -- ibv_rc_pingpong -e -g 1 -n 300 -p "$tport" ||
+		{ show "three$i.srv"; die "three: server $i did not start"; }
+	spids+=("$BG_PID")
+done
+for i in 1 2 3; do
+	bg_user "three$i.cli" ns_user "$NB" "$URXE" run -- ibv_rc_pingpong -e -g 1 -n 300 \
+		-p "${ports[$((i - 1))]}" 198.18.9.1
+	cpids+=("$BG_PID")
+done
+for i in 1 2 3; do
+	reap "${cpids[$((i - 1))]}"
+	crc=$RC
+	reap "${spids[$((i - 1))]}"
+	if [ "$crc" -eq 0 ] && [ "$RC" -eq 0 ]; then
+		pass "three: pingpong $i of 3 on A's one IP (198.18.9.1) passes"
+	else
+		fail "three: pingpong $i: client exit $crc, server exit $RC"
+		show "three$i.cli" "$crc"
+		show "three$i.srv"
+	fi
+done
+qpn_slots=$(sed -En 's/.*local address: .*QPN 0x([0-9a-f]+),.*/\1/p' \
+	"$(out three1.srv)" "$(out three2.srv)" "$(out three3.srv)" | sort -u | wc -l)
+check "three: the three servers had three different QPNs (got $qpn_slots)" \
+	test "$qpn_slots" -eq 3
+
+# --- packet <-> udp ---------------------------------------------------------
+# A udp end's GSO sends cross a veth unsegmented (one super-frame, which a
+# packet end's ring cannot hold): its veth segments them, as a NIC would.
+ip netns exec "$NB" ethtool -K vethB tx-udp-segmentation off >/dev/null 2>&1 ||
+	note "cannot turn tx-udp-segmentation off on vethB"
+ip netns exec "$A" ethtool -K vethA tx-udp-segmentation off >/dev/null 2>&1 || true
+pp interop1 "$NB" udp "$A" packet ibv_rc_pingpong -g 1 -n 300
+pp interop2 "$NB" packet "$A" udp ibv_rc_pingpong -g 1 -n 300
+pp interop3 "$NB" udp "$A" packet ib_write_bw -x 1 -F -n 2000
+
+# --- captures on the receiving side -------------------------------------------
+pcap_start cap_rc vethB "$NB"
+pp cap_rc "$NB" packet "$A" packet ibv_rc_pingpong -g 1 -n 200
+pcap_check cap_rc "rc_pingpong A -> B, captured on vethB" 198.18.9.1 198.18.9.2
+pcap_start cap_wbw vethB "$NB"
+pp cap_wbw "$NB" packet "$A" packet ib_write_bw -x 1 -F -n 2000
+pcap_check cap_wbw "ib_write_bw A -> B, captured on vethB" 198.18.9.1 198.18.9.2
+pcap_has cap_wbw "the capture holds RDMA WRITE frames" 06 07 08 0a
+
+# --- system calls per packet --------------------------------------------------
+if command -v strace >/dev/null; then
+	T_LIMIT=240
+	next_port port
+	AS_USER=("${CAP_USER[@]}")
+	serve sc.srv "$port" ns_user "$NB" "$URXE" run -- strace -f -c -o "$WORK/tmp/sc.srv" \
+		ib_write_bw -x 1 -F -s 4096 -n "$SC_ITERS" -p "$port" ||
+		die "sc: the server did not start"
+	spid=$BG_PID
+	capture sc.cli ns_user "$A" "$URXE" run -- strace -f -c -o "$WORK/tmp/sc.cli" \
+		ib_write_bw -x 1 -F -s 4096 -n "$SC_ITERS" -p "$port" 198.18.9.2
+	crc=$RC
+	reap "$spid"
+	check "sc: ib_write_bw -s 4096 -n $SC_ITERS under strace: both exit 0 (client $crc, server $RC)" \
+		test "$crc" -eq 0 -a "$RC" -eq 0
+	# 4096-byte messages at an active MTU of 1024 (link MTU 1500): 4 packets.
+	pkts=$((SC_ITERS * 4))
+	for side in srv cli; do
+		# "% time, seconds, usecs/call, calls, [errors,] total"
+		calls=$(awk '$NF == "total" { print $4 }' "$WORK/tmp/sc.$side")
+		ratio=$(awk -v c="$calls" -v p="$pkts" 'BEGIN { printf "%.3f", c / p }')
+		note "sc: $side made $calls system calls for $pkts data packets: $ratio per packet"
+		head -n 8 "$WORK/tmp/sc.$side" | sed 's/^/#       /'
+	done
+	srv_calls=$(awk '$NF == "total" { print $4 }' "$WORK/tmp/sc.srv")
+	check "sc: the receiving process makes fewer than 0.1 system calls per packet ($srv_calls for $pkts)" \
+		test "$((srv_calls * 10))" -lt "$pkts"
+else
+	note "no strace: system calls per packet not measured"
+fi
+
+finish
