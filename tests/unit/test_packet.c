@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The packet backend (netdev/packet.c): the demux filter (compiled by
+ * libpcap, run here by libpcap's own BPF interpreter on built frames),
+ * frames built and parsed (IPv4 header checksum, DF, ID 0, TTL 64, UDP
+ * checksum 0; IPv6 with a valid UDP checksum), and — as root, in a private
+ * network namespace — frames through the rings on lo: a slot gets its own
+ * and the multicast QPN's, not another slot's.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <net/if.h>
+#include <pcap/pcap.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <urxe/netdev.h>
+
+static const uint8_t mac_a[6] = { 2, 0, 0, 0, 0, 1 };
+static const uint8_t mac_b[6] = { 2, 0, 0, 0, 0, 2 };
+
+static void gid4(uint8_t *g, const char *ip)
+{
+	memset(g, 0, 16);
+	g[10] = g[11] = 0xff;
+	ck_assert_int_eq(inet_pton(AF_INET, ip, g + 12), 1);
+}
+
+/* A RoCE packet (BTH .. ICRC; the ICRC is not checked here). */
+static size_t roce(uint8_t *b, uint8_t opcode, uint32_t dqpn, uint32_t srqn)
+{
+	memset(b, 0, 64);
+	b[0] = opcode;
+	b[5] = (uint8_t)(dqpn >> 16);
+	b[6] = (uint8_t)(dqpn >> 8);
+	b[7] = (uint8_t)dqpn;
+	b[13] = (uint8_t)(srqn >> 16);	/* XRCETH */
+	b[14] = (uint8_t)(srqn >> 8);
+	b[15] = (uint8_t)srqn;
+	return 12 + 4 + 16 + 4;
+}
+
+static int build(uint8_t *f, size_t cap, bool v6, uint8_t opcode,
+		 uint32_t dqpn, uint32_t srqn, uint8_t tos)
+{
+	uint8_t src[16], dst[16], r[64];
+	struct iovec iov = { r, roce(r, opcode, dqpn, srqn) };
+	struct urxe_packet_out o = {
+		.dst = dst, .src = src, .sport = 0xc123, .tos = tos,
+		.iov = &iov, .niov = 1,
+	};
+
+	if (v6) {
+		inet_pton(AF_INET6, "2001:db8::1", src);
+		inet_pton(AF_INET6, "2001:db8::2", dst);
+	} else {
+		gid4(src, "198.18.0.1");
+		gid4(dst, "198.18.0.2");
+	}
+	return urxe_packet_build(mac_b, mac_a, &o, f, cap, 1500);
+}
+
+static uint16_t csum(const uint8_t *p, size_t n, uint32_t s)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+START_TEST(build_ipv4)
+{
+	uint8_t f[256];
+	struct urxe_packet_in in;
+	int len = build(f, sizeof(f), false, 0x04, 0x4001, 0, 0x68);
+	const uint8_t *ip = f + 14;
+
+	ck_assert_int_eq(len, 14 + 20 + 8 + 36);
+	ck_assert_mem_eq(f, mac_b, 6);
+	ck_assert_mem_eq(f + 6, mac_a, 6);
+	ck_assert_int_eq(f[12] << 8 | f[13], 0x0800);
+	ck_assert_int_eq(ip[0], 0x45);
+	ck_assert_int_eq(ip[1], 0x68);			/* TOS */
+	ck_assert_int_eq(ip[4] << 8 | ip[5], 0);	/* ID 0 */
+	ck_assert_int_eq(ip[6], 0x40);			/* DF */
+	ck_assert_int_eq(ip[8], 64);			/* TTL */
+	ck_assert_int_eq(csum(ip, 20, 0), 0);		/* valid header sum */
+	ck_assert_int_eq(ip[26] << 8 | ip[27], 0);	/* UDP checksum 0 */
+	ck_assert_int_eq(ip[22] << 8 | ip[23], 4791);
+	ck_assert_int_eq(urxe_packet_parse(f, (uint32_t)len, &in), 0);
+	ck_assert_int_eq(in.len, 36);
+	ck_assert_int_eq(in.ip_len, 20);
+	ck_assert_int_eq(in.sport, 0xc123);
+	ck_assert_int_eq(in.tos, 0x68);
+	ck_assert_int_eq(in.ttl, 64);
+	ck_assert_ptr_eq(in.roce, f + 42);
+	/* A bad header checksum, a fragment, another port: not RoCE. */
+	f[14 + 10] ^= 1;
+	ck_assert_int_eq(urxe_packet_parse(f, (uint32_t)len, &in), -EINVAL);
+	f[14 + 10] ^= 1;
+	f[14 + 22] ^= 1;
+	ck_assert_int_eq(urxe_packet_parse(f, (uint32_t)len, &in), -EINVAL);
+	f[14 + 22] ^= 1;
+	ck_assert_int_eq(urxe_packet_parse(f, (uint32_t)len - 1, &in), -EINVAL);
+}
+END_TEST
+
+START_TEST(build_ipv6)
+{
+	uint8_t f[256];
+	struct urxe_packet_in in;
+	int len = build(f, sizeof(f), true, 0x04, 0x4001, 0, 0xa4);
+	const uint8_t *ip = f + 14;
+	uint32_t s;
+
+	ck_assert_int_eq(len, 14 + 40 + 8 + 36);
+	ck_assert_int_eq(f[12] << 8 | f[13], 0x86dd);
+	ck_assert_int_eq(ip[0], 0x6a);			/* version, class high */
+	ck_assert_int_eq(ip[1], 0x40);			/* class low */
+	ck_assert_int_eq(ip[7], 64);
+	/* The UDP checksum verifies over the pseudo header. */
+	s = 17 + 44;
+	for (int i = 8; i < 40; i += 2)
+		s += (uint32_t)ip[i] << 8 | ip[i + 1];
+	ck_assert_int_ne(ip[46] << 8 | ip[47], 0);
+	ck_assert_int_eq(csum(ip + 40, 44, s), 0);
+	ck_assert_int_eq(urxe_packet_parse(f, (uint32_t)len, &in), 0);
+	ck_assert_int_eq(in.tos, 0xa4);
+	ck_assert_int_eq(in.ip_len, 40);
+	ck_assert_int_eq(in.len, 36);
+}
+END_TEST
+
+START_TEST(build_too_big)
+{
+	uint8_t f[4096], r[1500];
+	uint8_t g[16];
+	struct iovec iov = { r, sizeof(r) };
+	struct urxe_packet_out o = {
+		.dst = g, .src = g, .iov = &iov, .niov = 1,
+	};
+
+	gid4(g, "198.18.0.1");
+	memset(r, 0, sizeof(r));
+	/* 20 + 8 + 1500 > the MTU 1500 */
+	ck_assert_int_eq(urxe_packet_build(mac_a, mac_b, &o, f, sizeof(f), 1500),
+			 -EMSGSIZE);
+	ck_assert_int_eq(urxe_packet_build(mac_a, mac_b, &o, f, 100, 9000),
+			 -EMSGSIZE);
+	ck_assert_int_gt(urxe_packet_build(mac_a, mac_b, &o, f, sizeof(f), 9000),
+			 0);
+}
+END_TEST
+
+/* Runs the compiled filter of @slot on a frame: accepted? */
+static bool accepts(unsigned int slot, const uint8_t *f, int len)
+{
+	struct sock_fprog prog;
+	struct bpf_program bp;
+	struct pcap_pkthdr h = { .caplen = (uint32_t)len, .len = (uint32_t)len };
+	unsigned int r;
+
+	ck_assert_int_eq(urxe_packet_filter_compile(slot, &prog), 0);
+	bp.bf_len = prog.len;
+	bp.bf_insns = (struct bpf_insn *)prog.filter;
+	r = (unsigned int)pcap_offline_filter(&bp, &h, f) ;
+	free(prog.filter);
+	return r != 0;
+}
+
+START_TEST(filter_demux)
+{
+	static const struct {
+		bool v6;
+		uint8_t opcode;
+		uint32_t dqpn, srqn;
+		unsigned int slot;
+		bool want;
+	} t[] = {
+		{ false, 0x04, 5 << 14 | 7, 0, 5, true },	/* RC SEND_ONLY */
+		{ false, 0x04, 6 << 14 | 7, 0, 5, false },	/* another slot */
+		{ true, 0x04, 5 << 14 | 7, 0, 5, true },
+		{ true, 0x04, 1022 << 14 | 3, 0, 5, false },
+		{ false, 0x64, 0xffffff, 0, 5, true },		/* UD multicast */
+		{ true, 0x64, 0xffffff, 0, 9, true },
+		{ false, 0xa4, 6 << 14 | 1, 5 << 14 | 2, 5, true }, /* XRC by SRQ */
+		{ false, 0xa4, 5 << 14 | 1, 6 << 14 | 2, 5, false },
+		{ false, 0xb1, 5 << 14 | 1, 6 << 14 | 2, 5, true }, /* XRC ACK */
+		{ false, 0xb1, 6 << 14 | 1, 5 << 14 | 2, 5, false },
+		{ false, 0xaa, 9 << 14, 1022 << 14, 1022, true }, /* XRC WRITE */
+	};
+	uint8_t f[256];
+	unsigned int i;
+	int len;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		len = build(f, sizeof(f), t[i].v6, t[i].opcode, t[i].dqpn,
+			    t[i].srqn, 0);
+		ck_assert_msg(accepts(t[i].slot, f, len) == t[i].want,
+			      "case %u: opcode 0x%02x qpn 0x%06x srqn 0x%06x slot %u",
+			      i, t[i].opcode, t[i].dqpn, t[i].srqn, t[i].slot);
+	}
+	/* Not UDP port 4791: never. */
+	len = build(f, sizeof(f), false, 0x04, 5 << 14, 0, 0);
+	f[14 + 23] ^= 0x01;		/* UDP port 4790 */
+	ck_assert(!accepts(5, f, len));
+	ck_assert_int_eq(urxe_packet_filter_compile(0, &(struct sock_fprog){ 0 }),
+			 -EINVAL);
+}
+END_TEST
+
+/* A private network namespace with lo up; false if not permitted. */
+static bool private_lo(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int fd;
+
+	if (geteuid() != 0 || unshare(CLONE_NEWNET))
+		return false;
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
+	ifr.ifr_flags |= IFF_UP;
+	ck_assert_int_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
+	close(fd);
+	return true;
+}
+
+static int recv_wait(struct urxe_packet *p, struct urxe_packet_in *in,
+		     unsigned int n, int ms)
+{
+	struct pollfd pfd = { .fd = urxe_packet_fd(p), .events = POLLIN };
+	int got;
+
+	while ((got = urxe_packet_recv(p, in, n)) == 0 && ms-- > 0)
+		poll(&pfd, 1, 1);
+	return got;
+}
+
+START_TEST(rings_on_lo)
+{
+	struct urxe_iface ifc;
+	struct urxe_packet_conf c5 = { .ifc = &ifc, .slot = 5 };
+	struct urxe_packet_conf c6 = { .ifc = &ifc, .slot = 6 };
+	struct urxe_packet *p5, *p6;
+	struct urxe_packet_in in[8];
+	uint8_t src[16], dst[16], r[3][64];
+	struct iovec iov[3];
+	struct urxe_packet_out o[3];
+	unsigned int i;
+	int rc;
+
+	if (!private_lo()) {
+		/* As an ordinary user: no namespace, no raw socket. */
+		return;
+	}
+	ck_assert_int_eq(urxe_iface_query("lo", &ifc), 0);
+	c5.lo_addr.s_addr = htonl(0x7f000001);
+	c6.lo_addr.s_addr = htonl(0x7f000001);
+	ck_assert_int_eq(urxe_packet_open(&c5, &p5), 0);
+	ck_assert_int_eq(urxe_packet_open(&c6, &p6), 0);
+	ck_assert_int_gt(urxe_packet_rx_frames(p5), 0);
+	gid4(src, "127.0.0.1");
+	gid4(dst, "127.0.0.1");
+	/* For slot 5, for slot 6, for the multicast QPN. */
+	static const uint32_t qpn[3] = { 5 << 14 | 1, 6 << 14 | 1, 0xffffff };
+
+	for (i = 0; i < 3; i++) {
+		iov[i].iov_base = r[i];
+		iov[i].iov_len = roce(r[i], 0x64, qpn[i], 0);
+		r[i][20] = (uint8_t)i;
+		o[i] = (struct urxe_packet_out){
+			.dst = dst, .src = src, .sport = 0xc000,
+			.iov = &iov[i], .niov = 1,
+		};
+	}
+	ck_assert_int_eq(urxe_packet_send(p5, o, 3), 3);
+	rc = recv_wait(p5, in, 8, 1000);
+	ck_assert_int_eq(rc, 2);
+	ck_assert_int_eq(in[0].roce[20], 0);
+	ck_assert_int_eq(in[1].roce[20], 2);
+	ck_assert_int_eq(in[0].len, 36);
+	ck_assert_int_eq(in[0].dport, 4791);
+	ck_assert_int_eq(in[0].ttl, 64);
+	urxe_packet_release(p5);
+	ck_assert(!urxe_packet_rx_pending(p5));
+	rc = recv_wait(p6, in, 8, 1000);
+	ck_assert_int_eq(rc, 2);
+	ck_assert_int_eq(in[0].roce[20], 1);
+	ck_assert_int_eq(in[1].roce[20], 2);
+	urxe_packet_release(p6);
+	urxe_packet_close(p5);
+	urxe_packet_close(p6);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("packet");
+	TCase *tc = tcase_create("packet");
+
+	tcase_add_test(tc, build_ipv4);
+	tcase_add_test(tc, build_ipv6);
+	tcase_add_test(tc, build_too_big);
+	tcase_add_test(tc, filter_demux);
+	tcase_add_test(tc, rings_on_lo);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
