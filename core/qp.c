@@ -12,6 +12,8 @@
  */
 #include <errno.h>
 
+#include <urxe/log.h>
+
 #include "core.h"
 
 URXE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
@@ -44,8 +46,10 @@ struct ibv_qp *urxe_vctx_create_qp_ex(struct ibv_context *context,
 	/* As the kernel's handles: an XRCD of this context. */
 	if (attr->qp_type == IBV_QPT_XRC_RECV &&
 	    (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd &&
-	    attr->xrcd->context != context)
+	    attr->xrcd->context != context) {
+		urxe_dbg("ibv_create_qp_ex: the XRCD was opened in another context: open it in this one");
 		return urxe_ret_null(-EINVAL, NULL);
+	}
 	rc = urxe_qp_create_ex(ctx_dev(context), attr,
 			       &to_uctx(context)->async, &qp);
 	if (rc)

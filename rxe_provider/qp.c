@@ -293,8 +293,11 @@ int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
 	rc = check_init(ctx, pd, xrcd, attr);
 	if (rc)
 		return rc;
-	if (xrcd && to_uxrcd(xrcd)->dev != dev)
+	if (xrcd && to_uxrcd(xrcd)->dev != dev) {
+		urxe_dbg("ibv_create_qp_ex: the XRCD is another device's: open the XRC domain on %s",
+			 dev->desc.name);
 		return -EINVAL;
+	}
 	if (dev->dead)
 		return -EIO;
 	rc = urxe_dev_bind(dev);

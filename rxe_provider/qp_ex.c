@@ -436,6 +436,8 @@ static int check_init_ex(const struct ibv_qp_init_attr_ex *a)
 			return -EOPNOTSUPP;
 		}
 	} else if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd) {
+		urxe_dbg("ibv_create_qp_ex: QP type %d needs comp_mask IBV_QP_INIT_ATTR_PD and a PD",
+			 a->qp_type);
 		return -EINVAL;
 	}
 	/* No creation flag (loopback blocking, scatter FCS, ...) exists here. */

@@ -235,8 +235,11 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 {
 	struct urxe_xrcd *x = to_uxrcd(ibx);
 
-	if (atomic_load(&x->users) > 0)
+	if (atomic_load(&x->users) > 0) {
+		urxe_dbg("ibv_close_xrcd: %d XRC SRQs and TGT QP handles made through this handle still exist: destroy them first",
+			 atomic_load(&x->users));
 		return -EBUSY;
+	}
 	/*
 	 * A handle inherited across fork() shares its lock description with
 	 * the parent: touching the locks would release the parent's claim.
