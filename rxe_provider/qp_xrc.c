@@ -23,16 +23,60 @@
 
 #include <urxe/log.h>
 #include <urxe/provider.h>
+#include <urxe/util.h>
 
 #include "provider_int.h"
+#include "xrc_shared.h"
 
 #define OPEN_ATTR_NEEDED (IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | \
 			  IBV_QP_OPEN_ATTR_TYPE)
+
+/*
+ * A TGT QP of a file-backed domain is the domain's: its responder state
+ * moves to the domain's shared file, where the other processes of the
+ * domain find it (docs/design.md, "XRC across processes").  Without room
+ * there it stays this process's (a log line says so).
+ */
+static void tgt_share(struct urxe_qp *qp, struct urxe_xrcd *xrcd)
+{
+	struct urxe_tgt_shared *st;
+
+	if (xrcd->entry < 0)
+		return;		/* a private domain */
+	if (urxe_xrc_dom_get(qp->dev, qp->e.xrcd, &qp->xdom))
+		goto err;
+	if (urxe_xrc_tgt_publish(qp->xdom, qp->e.qpn, &st)) {
+		urxe_xrc_dom_put(qp->xdom);
+		qp->xdom = NULL;
+		goto err;
+	}
+	/* Nobody knows the QPN yet: the state is set without the lock. */
+	st->attr = qp->e.attr;
+	st->epsn = qp->e.epsn;
+	st->msn = qp->e.msn;
+	pthread_mutex_lock(&qp->lock);
+	qp->e.shared = st;
+	pthread_mutex_unlock(&qp->lock);
+	return;
+err:
+	urxe_err("%s: TGT QP 0x%06x: other processes of its XRC domain cannot open it",
+		 qp->dev->desc.name, qp->e.qpn);
+}
+
+/* The last handle of a TGT QP went: the domain forgets it. */
+static void tgt_unshare(struct urxe_qp *qp)
+{
+	if (qp->view)
+		urxe_xrc_view_del(qp->dev, &qp->e);
+	else if (qp->xdom)
+		urxe_xrc_tgt_unpublish(qp->xdom, qp->e.shared);
+}
 
 void urxe_qp_tgt_publish(struct urxe_qp *qp, struct urxe_xrcd *xrcd)
 {
 	struct urxe_dev *dev = qp->dev;
 
+	tgt_share(qp, xrcd);
 	qp->xrcd = xrcd;
 	atomic_fetch_add(&xrcd->users, 1);
 	pthread_mutex_lock(&dev->xrc_lock);
@@ -105,8 +149,14 @@ void urxe_qp_tgt_close(struct urxe_qp *h)
 		urxe_dbg("QP 0x%06x: its creator's handle closed; it lives on in %u opened",
 			 qp->e.qpn, left);
 	}
-	if (last)
+	if (last) {
+		struct urxe_xrc_dom *d = qp->xdom;
+
+		tgt_unshare(qp);
 		urxe_qp_release(qp);
+		if (d)
+			urxe_xrc_dom_put(d);
+	}
 }
 
 /*
@@ -117,11 +167,75 @@ void urxe_qp_tgt_close(struct urxe_qp *h)
  * would drive the QP its host process keeps.  Until then no QP of
  * another process is found: -EINVAL, as for a number nobody made.
  */
+static void view_fatal(struct urxe_eqp *e, enum ibv_event_type type)
+{
+	struct urxe_qp *qp = urxe_container_of(e, struct urxe_qp, e);
+
+	if (type == IBV_EVENT_QP_LAST_WQE_REACHED)
+		return;		/* a TGT QP is attached to no SRQ */
+	urxe_dbg("QP 0x%06x (hosted elsewhere): async event %d", e->qpn, type);
+	urxe_qp_tgt_event(qp, type);
+}
+
 static int tgt_open_remote(struct urxe_dev *dev, uint64_t domain_id,
 			   uint32_t qpn, struct urxe_qp *h)
 {
-	(void)h;
-	urxe_dbg("%s: ibv_open_qp: no TGT QP 0x%06x in XRC domain %#llx of this process; QPs of other processes cannot be opened yet",
+	struct urxe_tgt_shared *st = NULL;
+	int rc;
+
+	if (h->xrcd->entry < 0)
+		goto none;	/* a private domain: this process only */
+	rc = urxe_dev_bind(dev);
+	if (rc)
+		return rc;
+	rc = urxe_xrc_dom_get(dev, domain_id, &h->xdom);
+	if (rc)
+		return rc;
+	st = urxe_xrc_tgt_find(h->xdom, qpn);
+	if (!st) {
+		urxe_xrc_dom_put(h->xdom);
+		h->xdom = NULL;
+		goto none;
+	}
+	/*
+	 * The handle is this process's view of the QP: requests naming our
+	 * SRQs come here (relayed by the host), and run on the shared state.
+	 */
+	h->view = true;
+	h->e.eng = dev->eng;
+	h->e.xrcd = domain_id;
+	h->e.shared = st;
+	h->e.fatal = view_fatal;
+	h->e.sport = (uint16_t)(0xc000 | ((qpn * 2654435761u) >> 18));
+	if (pthread_mutex_lock(&st->lock) == EOWNERDEAD) {
+		st->broken = 1;		/* as urxe_tgt_begin() */
+		pthread_mutex_consistent(&st->lock);
+	}
+	h->e.attr = st->attr;
+	pthread_mutex_unlock(&st->lock);
+	h->e.attr.sgid = dev->gids[0];
+	pthread_mutex_init(&h->lock, NULL);
+	h->creator_open = true;
+	h->nhandles = 1;
+	pthread_mutex_lock(&dev->xrc_lock);
+	h->tgt_next = dev->tgt_qps;
+	dev->tgt_qps = h;
+	pthread_mutex_unlock(&dev->xrc_lock);
+	rc = urxe_xrc_view_add(dev, h->xdom, &h->e);
+	if (rc) {
+		pthread_mutex_lock(&dev->xrc_lock);
+		handle_unlink(h, h);
+		pthread_mutex_unlock(&dev->xrc_lock);
+		pthread_mutex_destroy(&h->lock);
+		urxe_xrc_dom_put(h->xdom);
+		return rc;
+	}
+	urxe_engine_xrc_watch(dev->eng, true);
+	urxe_dbg("%s: TGT QP 0x%06x of another process opened", dev->desc.name,
+		 qpn);
+	return 0;
+none:
+	urxe_dbg("%s: ibv_open_qp: no TGT QP 0x%06x in XRC domain %#llx",
 		 dev->desc.name, qpn, (unsigned long long)domain_id);
 	return -EINVAL;
 }

@@ -24,6 +24,7 @@
 #include <urxe/util.h>
 
 #include "provider_int.h"
+#include "xrc_shared.h"
 
 #define SRQ_ATTR_MASK_ALL (IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)
 
@@ -132,6 +133,27 @@ static int xrc_add(struct urxe_srq *srq, const struct ibv_srq_init_attr_ex *a)
 			 srq->dev->desc.name, 1u << URXE_QPN_INDEX_BITS);
 		return rc;
 	}
+	/*
+	 * A file-backed domain's SRQs are known to its other processes: a
+	 * TGT QP one of them hosts relays requests naming this one here.
+	 */
+	if (srq->xrcd->entry >= 0) {
+		rc = urxe_dev_bind(srq->dev);
+		if (!rc)
+			rc = urxe_xrc_dom_get(srq->dev, srq->e.xrcd, &srq->xdom);
+		if (!rc) {
+			rc = urxe_xrc_srq_publish(srq->xdom, srq->e.srqn,
+						  &srq->dev->gids[0]);
+			if (rc) {
+				urxe_xrc_dom_put(srq->xdom);
+				srq->xdom = NULL;
+			}
+		}
+		if (rc) {
+			urxe_engine_xsrq_remove(srq->dev->eng, &srq->e);
+			return rc;
+		}
+	}
 	atomic_fetch_add(&srq->xrcd->users, 1);
 	atomic_fetch_add(&srq->cq->users, 1);
 	return 0;
@@ -229,8 +251,12 @@ int urxe_srq_destroy(struct ibv_srq *ibsrq)
 	if (atomic_load(&srq->users))
 		return -EBUSY;
 	/* No request reaches it after this; a message into it is dropped. */
+	if (srq->xdom)
+		urxe_xrc_srq_unpublish(srq->xdom, srq->e.srqn);
 	if (srq->xrcd)
 		urxe_engine_xsrq_remove(srq->dev->eng, &srq->e);
+	if (srq->xdom)
+		urxe_xrc_dom_put(srq->xdom);
 	reported = atomic_load(&srq->events_reported);
 	if (srq->async && reported)
 		reported -= urxe_evpipe_purge(srq->async, event_of_srq, ibsrq);

@@ -17,6 +17,7 @@
 
 #include "provider_int.h"
 #include "transport_packet.h"
+#include "xrc_shared.h"
 
 #define RX_BATCH 16
 #define RX_BUF 65536			/* a GRO datagram: up to 64 KiB */
@@ -539,6 +540,9 @@ static const struct urxe_engine_ops dev_ops = {
 	.now = dev_now,
 	.sport = dev_sport,
 	.rx_poll = dev_rx_poll,
+	.xrc_route = urxe_xrc_op_route,
+	.xrc_foreign = urxe_xrc_op_foreign,
+	.xrc_watch = urxe_xrc_op_watch,
 };
 
 int urxe_dev_transport_init(struct urxe_dev *dev)

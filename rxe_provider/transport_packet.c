@@ -18,6 +18,7 @@
 
 #include "provider_int.h"
 #include "transport_packet.h"
+#include "xrc_shared.h"
 
 #define TX_BATCH 64
 #define RX_BATCH 32
@@ -211,6 +212,9 @@ const struct urxe_engine_ops urxe_packet_dev_ops = {
 	.now = pkt_now,
 	.sport = pkt_sport,
 	.rx_poll = pkt_rx_poll,
+	/* XRC requests come straight to their SRQ's owner (the filter). */
+	.xrc_foreign = urxe_xrc_op_foreign,
+	.xrc_watch = urxe_xrc_op_watch,
 };
 
 int urxe_dev_packet_bind(struct urxe_dev *dev)

@@ -514,3 +514,21 @@ bool urxe_xrc_route(struct urxe_dev *dev, const struct urxe_eqp *qp,
 	pthread_mutex_unlock(&doms_lock);
 	return found;
 }
+
+/* ---- the engine's operations (priv: the device instance) ---- */
+
+bool urxe_xrc_op_route(void *priv, const struct urxe_eqp *qp, uint32_t srqn,
+		       union ibv_gid *gid)
+{
+	return urxe_xrc_route(priv, qp, srqn, gid);
+}
+
+struct urxe_eqp *urxe_xrc_op_foreign(void *priv, uint32_t qpn)
+{
+	return urxe_xrc_view_find(priv, qpn);
+}
+
+void urxe_xrc_op_watch(void *priv)
+{
+	urxe_xrc_views_watch(priv);
+}

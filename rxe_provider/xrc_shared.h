@@ -66,6 +66,11 @@ int urxe_xrc_view_add(struct urxe_dev *dev, struct urxe_xrc_dom *d,
 bool urxe_xrc_view_del(struct urxe_dev *dev, struct urxe_eqp *qp);
 struct urxe_eqp *urxe_xrc_view_find(struct urxe_dev *dev, uint32_t qpn);
 void urxe_xrc_views_watch(struct urxe_dev *dev);
+/* The engine's ops->xrc_route, ->xrc_foreign, ->xrc_watch (priv: @dev). */
+bool urxe_xrc_op_route(void *priv, const struct urxe_eqp *qp, uint32_t srqn,
+		       union ibv_gid *gid);
+struct urxe_eqp *urxe_xrc_op_foreign(void *priv, uint32_t qpn);
+void urxe_xrc_op_watch(void *priv);
 /* ops->xrc_route: the GID of the process owning SRQ @srqn of @qp's domain. */
 bool urxe_xrc_route(struct urxe_dev *dev, const struct urxe_eqp *qp,
 		    uint32_t srqn, union ibv_gid *gid);

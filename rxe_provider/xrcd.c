@@ -25,6 +25,7 @@
 #include <urxe/provider.h>
 
 #include "provider_int.h"
+#include "xrc_shared.h"
 
 #define XRCD_MAGIC 0x31637278u	/* "xrc1" */
 
@@ -109,7 +110,8 @@ static bool entry_matches(const struct xrcd_entry *e, const char *dev,
  * lock on it.  Registry mutex held.  Returns the entry index or -errno.
  */
 static int registry_join(struct xrcd_registry *reg, int fd, const char *dev,
-			 const struct stat *st, int oflags, uint32_t *gen)
+			 const struct stat *st, int oflags, uint32_t *gen,
+			 bool *created)
 {
 	int i, free_i = -1, rc;
 
@@ -141,6 +143,7 @@ static int registry_join(struct xrcd_registry *reg, int fd, const char *dev,
 		snprintf(reg->e[i].dev, sizeof(reg->e[i].dev), "%s", dev);
 		reg->e[i].gen++;
 		reg->e[i].in_use = 1;
+		*created = true;
 	}
 	rc = lock_range(fd, F_OFD_SETLK, F_RDLCK, 1 + i);
 	if (rc)
@@ -154,6 +157,7 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	struct xrcd_registry *reg;
 	struct stat st;
 	uint32_t gen = 0;
+	bool created = false;
 	int lfd, rc;
 
 	if (fstat(fd, &st))
@@ -167,7 +171,8 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	rc = registry_map(lfd, &reg);
 	if (rc)
 		goto err_close;
-	rc = registry_join(reg, lfd, x->dev->desc.name, &st, oflags, &gen);
+	rc = registry_join(reg, lfd, x->dev->desc.name, &st, oflags, &gen,
+			   &created);
 	munmap(reg, sizeof(*reg));
 	if (rc < 0)
 		goto err_close;
@@ -175,6 +180,10 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	x->entry = rc;
 	x->lock_fd = lfd;
 	x->domain_id = (uint64_t)gen << 32 | (uint32_t)rc;
+	/* A shared file its last user left behind (it died) goes. */
+	if (created)
+		urxe_xrc_dom_unlink(x->dev->desc.rundir,
+				    (uint64_t)(gen - 1) << 32 | (uint32_t)rc);
 	return 0;
 
 err_close:
@@ -252,8 +261,11 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 		    !lock_range(x->lock_fd, F_OFD_SETLK, F_UNLCK, 1 + x->entry) &&
 		    !entry_live(x->lock_fd, x->entry) &&
 		    !registry_map(x->lock_fd, &reg)) {
-			if ((reg->e[x->entry].gen == (uint32_t)(x->domain_id >> 32)))
+			if ((reg->e[x->entry].gen == (uint32_t)(x->domain_id >> 32))) {
 				reg->e[x->entry].in_use = 0;
+				urxe_xrc_dom_unlink(x->dev->desc.rundir,
+						    x->domain_id);
+			}
 			munmap(reg, sizeof(*reg));
 		}
 		lock_range(x->lock_fd, F_OFD_SETLK, F_UNLCK, 0);

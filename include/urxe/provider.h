@@ -163,6 +163,8 @@ int urxe_pd_alloc(struct urxe_dev *dev, struct ibv_context *ctx,
 /* -EBUSY while objects still use the PD. */
 int urxe_pd_dealloc(struct ibv_pd *pd);
 
+struct urxe_xrc_dom;
+
 /* XRC domains, shared host-wide by the inode of a file. */
 struct urxe_xrcd {
 	struct ibv_xrcd ibv;
@@ -437,6 +439,13 @@ struct urxe_qp {
 	unsigned int nhandles;		/* TGT: the creator's, if open, + opened */
 	bool creator_open;
 	struct urxe_qp *tgt_next;	/* dev->tgt_qps */
+	/*
+	 * A TGT QP of a file-backed domain: the domain's shared file (its
+	 * state is in ->e.shared).  @view: a QP another process hosts, seen
+	 * through ibv_open_qp(3) here (docs/design.md, XRC across processes).
+	 */
+	struct urxe_xrc_dom *xdom;
+	bool view;
 };
 
 static inline struct urxe_qp *to_uqp(struct ibv_qp *qp)
@@ -528,6 +537,7 @@ struct urxe_srq {
 	/* XRC SRQs: the XRCD handle and CQ it was made with; NULL: basic */
 	struct urxe_xrcd *xrcd;
 	struct urxe_cq *cq;
+	struct urxe_xrc_dom *xdom;	/* a file-backed domain's shared file */
 };
 
 static inline struct urxe_srq *to_usrq(struct ibv_srq *srq)
