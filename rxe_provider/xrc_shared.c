@@ -220,6 +220,8 @@ err:
 	return rc;
 }
 
+static void hidden_views_drop(struct urxe_xrc_dom *d);
+
 void urxe_xrc_dom_put(struct urxe_xrc_dom *d)
 {
 	struct urxe_xrc_dom **pp;
@@ -236,6 +238,7 @@ void urxe_xrc_dom_put(struct urxe_xrc_dom *d)
 		}
 	}
 	pthread_mutex_unlock(&doms_lock);
+	hidden_views_drop(d);
 	munmap(d->f, sizeof(*d->f));
 	close(d->fd);		/* our liveness byte goes with it */
 	pthread_mutex_destroy(&d->lock);
@@ -403,11 +406,18 @@ bool urxe_xrc_srq_route(struct urxe_xrc_dom *d, uint32_t srqn,
 
 /* ---- this process's views of TGT QPs hosted by others ---- */
 
+/*
+ * A view is an opened handle's (ibv_open_qp), or hidden: made when a
+ * request relayed here names a TGT QP of one of our domains that nobody
+ * here opened (an SRQ may take requests from any TGT QP of its domain);
+ * hidden views live as long as this process maps the domain.
+ */
 struct xs_view {
 	struct urxe_dev *dev;
 	struct urxe_xrc_dom *dom;
 	struct urxe_eqp *qp;
 	bool failed;
+	bool hidden;
 };
 
 static pthread_mutex_t views_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -459,6 +469,51 @@ bool urxe_xrc_view_del(struct urxe_dev *dev, struct urxe_eqp *qp)
 	return found;
 }
 
+/* A hidden view of TGT QP @qpn, if a domain of ours has it; views_lock held. */
+static struct urxe_eqp *hidden_view_new(struct urxe_dev *dev, uint32_t qpn)
+{
+	struct urxe_tgt_shared *st = NULL;
+	struct urxe_xrc_dom *d;
+	struct urxe_eqp *qp;
+
+	pthread_mutex_lock(&doms_lock);
+	for (d = doms; d && !st; d = d->next)
+		if (d->dev == dev)
+			st = urxe_xrc_tgt_find(d, qpn);
+	pthread_mutex_unlock(&doms_lock);
+	if (!st)
+		return NULL;
+	if (nviews == views_cap) {
+		unsigned int cap = views_cap ? 2 * views_cap : 8;
+		struct xs_view *v = realloc(views, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		views = v;
+		views_cap = cap;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	/* (d is the domain st was found in: the loop stepped past it.) */
+	for (d = doms; d; d = d->next)
+		if (d->dev == dev && urxe_xrc_tgt_alive(d, st, qpn))
+			break;
+	qp->eng = dev->eng;
+	qp->qpn = qpn;
+	qp->type = IBV_QPT_XRC_RECV;
+	qp->xrcd = d ? d->domain_id : 0;
+	qp->shared = st;
+	qp->sport = (uint16_t)(0xc000 | ((qpn * 2654435761u) >> 18));
+	qp->attr.sgid = dev->gids[0];
+	views[nviews++] = (struct xs_view){
+		.dev = dev, .dom = d, .qp = qp, .hidden = true,
+	};
+	urxe_dbg("%s: XRC: requests of TGT QP %u (another process's) arrive here",
+		 dev->desc.name, qpn);
+	return qp;
+}
+
 struct urxe_eqp *urxe_xrc_view_find(struct urxe_dev *dev, uint32_t qpn)
 {
 	struct urxe_eqp *qp = NULL;
@@ -472,8 +527,34 @@ struct urxe_eqp *urxe_xrc_view_find(struct urxe_dev *dev, uint32_t qpn)
 			break;
 		}
 	}
+	if (!qp)
+		qp = hidden_view_new(dev, qpn);
 	pthread_mutex_unlock(&views_lock);
 	return qp;
+}
+
+static void hidden_views_drop(struct urxe_xrc_dom *d)
+{
+	struct urxe_eqp *gone[64];
+	struct urxe_dev *dev = d->dev;
+	unsigned int i, n;
+
+	do {
+		n = 0;
+		pthread_mutex_lock(&views_lock);
+		for (i = 0; i < nviews && n < 64; i++) {
+			if (views[i].dom != d || !views[i].hidden)
+				continue;
+			gone[n++] = views[i].qp;
+			views[i--] = views[--nviews];
+		}
+		pthread_mutex_unlock(&views_lock);
+		/* Unfindable now; the engine lets go of them here. */
+		for (i = 0; i < n; i++) {
+			urxe_engine_qp_remove(dev->eng, gone[i]);
+			free(gone[i]);
+		}
+	} while (n == 64);
 }
 
 void urxe_xrc_views_watch(struct urxe_dev *dev)
@@ -484,7 +565,7 @@ void urxe_xrc_views_watch(struct urxe_dev *dev)
 	for (i = 0; i < nviews; i++) {
 		struct xs_view *v = &views[i];
 
-		if (v->dev != dev || v->failed ||
+		if (v->dev != dev || v->failed || !v->dom ||
 		    urxe_xrc_tgt_alive(v->dom, v->qp->shared, v->qp->qpn))
 			continue;
 		/* The host is gone (or destroyed the QP): nobody answers. */
