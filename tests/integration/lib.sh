@@ -164,6 +164,16 @@ runner_cmd() {
 	as_user_plain) mkcmd 0 "" "$@" ;;
 	ns_user) mkcmd 1 "$@" ;;
 	ns_user_plain) mkcmd 0 "$@" ;;
+	ns_user_cap)
+		# ns_user with CAP_NET_RAW (inherited and ambient: it survives
+		# the execs of env and the program) for the packet backend.
+		local save=("${AS_USER[@]}")
+		[ "${#AS_USER[@]}" -gt 0 ] || die "ns_user_cap: needs root (setpriv)"
+		AS_USER=("${AS_USER[@]:0:${#AS_USER[@]}-1}" --inh-caps=+net_raw
+			 --ambient-caps=+net_raw --)
+		mkcmd 1 "$@"
+		AS_USER=("${save[@]}")
+		;;
 	*) die "runner_cmd: unknown runner $r" ;;
 	esac
 }
@@ -175,6 +185,7 @@ as_user() { runner_cmd as_user "$@"; "${CMD[@]}"; }
 as_user_plain() { runner_cmd as_user_plain "$@"; "${CMD[@]}"; }
 ns_user() { runner_cmd ns_user "$@"; "${CMD[@]}"; }
 ns_user_plain() { runner_cmd ns_user_plain "$@"; "${CMD[@]}"; }
+ns_user_cap() { runner_cmd ns_user_cap "$@"; "${CMD[@]}"; }
 
 # urxe_cli ARGS...: this build's CLI, as the user.
 urxe_cli() { as_user "$B/bin/urxe" "$@"; }

@@ -56,6 +56,15 @@ xp() {
 		cli=(ns_user "$NB" "URXE_DEVICES=rxe0 netdev vethB")
 		host=198.18.0.1 iface=vethA pns=$A gidx=1
 		;;
+	ns4p)
+		# Several clients share vethB's one address: the packet
+		# backend's (CAP_NET_RAW, ambient: still an ordinary user).
+		# (A udp end's GSO super-frames cross a veth whole, and the
+		# packet backend's ring takes frames: one datagram a packet.)
+		srv=(ns_user "$A" "URXE_DEVICES=rxe0 netdev vethA" URXE_GSO=0)
+		cli=(ns_user_cap "$NB" "URXE_DEVICES=rxe0 netdev vethB backend packet")
+		host=198.18.0.1 iface=vethA pns=$A gidx=1
+		;;
 	esac
 	desc="$where: ibv_xsrq_pingpong -g $gidx -c $nc -s $size -n $n $flags"
 	[ "$cap" -eq 0 ] || pcap_start "$name" "$iface" "$pns"
@@ -229,6 +238,9 @@ assert_lib_loaded "$A"
 
 xp ns4 1 4096 20 ""
 xp ns4 1 4096 20 "-e"
-xp ns4 3 4096 10 ""
+# The udp backend serves one process per address: three client processes
+# in one namespace take the packet backend.
+xp ns4p 3 4096 10 ""
+xp ns4p 3 4096 10 "-e"
 
 finish
