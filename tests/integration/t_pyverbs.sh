@@ -11,19 +11,22 @@
 #   test_addr, test_cq, test_cq_events, test_qp, test_mr, test_atomic: the
 #                RC success paths named in MUST_OK pass (not skip); every
 #                other case passes or skips (EOPNOTSUPP: extended verbs,
-#                memory windows, DM, dmabuf, raw packet), except the XRC
-#                atomic cases, which error until XRC QPs exist;
+#                memory windows, DM, dmabuf, raw packet); the XRC atomic
+#                cases pass (MUST_OK);
 #                test_mr's memory window cases (MWTest: types 1 and 2,
 #                bound, invalidated locally, remotely and by
 #                deallocation) pass too;
 #   test_qpex, test_cqex: every RC/UC/UD case of the extended QP and CQ
 #                passes (MUST_OK), rc_bind_mw included; ATOMIC_WRITE (not
 #                in Debian 12's kernel rxe either) skips; the XRC cases
-#                skip or error until XRC QPs exist;
+#                pass (MUST_OK: XRC SEND and SEND_WITH_IMM, XRC traffic
+#                on an extended CQ);
 #   test_shared_pd: importing a context, PD and MR by cmd_fd and handle
 #                within the process passes;
 #   test_fork, test_relaxed_ordering: fork initialization and RC/UD
-#                traffic on relaxed-ordering MRs pass (the XRC case skips).
+#                traffic on relaxed-ordering MRs pass, XRC's too;
+#   test_odp:    on-demand paging (XRC's case among them) skips: the
+#                device, as Debian 12's kernel rxe, has no ODP.
 # As more verbs land, more modules join MODULES with their expectations.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,12 +42,12 @@ assert_lib_loaded
 
 MODULES=(test_device test_pd test_addr test_cq test_cq_events test_qp test_mr
 	 test_atomic test_qpex test_cqex test_shared_pd test_fork
-	 test_relaxed_ordering)
+	 test_relaxed_ordering test_odp)
 # class:cases that must all pass
 MUST_PASS=(DeviceTest:13 PDTest:4 AHTest:3 CQAPITest:3 CQTest:1 CqEventsTestCase:2
 	   CQEXAPITest:2 SharedPDTestCase:1)
 # classes whose cases may pass or skip, nothing else
-MAY_SKIP=(DMTest SharedDMTest)
+MAY_SKIP=(DMTest SharedDMTest OdpTestCase)
 # single cases that must pass (the RC success paths, and more)
 MUST_OK=(test_fork.ForkAPITest.test_is_fork_initialized
 	 test_relaxed_ordering.RoTestCase.test_ro_rc_traffic
@@ -88,12 +91,16 @@ MUST_OK=(test_fork.ForkAPITest.test_is_fork_initialized
 	 test_qpex.QpExTestCase.test_post_receive_qp_state_bad_flow
 	 test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
 	 test_qpex.QpExTestCase.test_full_rq_bad_flow
-	 test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow)
+	 test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow
+	 test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap
+	 test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add
+	 test_cqex.CqExTestCase.test_xrc_traffic_cq_ex
+	 test_qpex.QpExTestCase.test_qp_ex_xrc_send
+	 test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm
+	 test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic)
 # cases that may error, and why
-MAY_ERROR=(test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap
-	   test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add
-	   test_cqex.CqExTestCase.test_xrc_traffic_cq_ex)
-MAY_ERROR_WHY="XRC QPs do not exist yet; pyverbs skips XRC only when ibv_open_xrcd fails"
+MAY_ERROR=()
+MAY_ERROR_WHY="none may"
 
 "$PY" -c 'import pyverbs.device' 2>/dev/null || die "pyverbs is not installed (python3-pyverbs)"
 
