@@ -129,19 +129,24 @@ xp lo 1 4096 20 "" capture
 
 # --- (b) perftest over XRC ----------------------------------------------------------
 
+# perftest leaks what it never frees (the device list, objects of its own):
+# not urxe's, and LeakSanitizer would fail it under the ASan build.
+NOLEAK=()
+[ "${#SAN_ENV[@]}" -eq 0 ] ||
+	NOLEAK=("ASAN_OPTIONS=${URXE_TEST_ASAN_OPTIONS:-detect_leaks=1}:detect_leaks=0")
 for prog in ib_send_bw ib_write_bw; do
 	next_port port
 	name="pt_$prog"
 	desc="lo: $prog -c XRC -s 65536 -n 200"
 	args=("$B/bin/urxe" run -- "$prog" -d rxe0 -x 0 -F -c XRC -s 65536 -n 200 -p "$port")
-	if ! serve "$name.srv" "$port" as_user "${args[@]}"; then
+	if ! serve "$name.srv" "$port" as_user "${NOLEAK[@]}" "${args[@]}"; then
 		reap "$BG_PID"
 		fail "$desc: the server did not start listening on TCP $port"
 		show "$name.srv"
 		continue
 	fi
 	spid=$BG_PID
-	capture "$name.cli" as_user "${args[@]}" localhost
+	capture "$name.cli" as_user "${NOLEAK[@]}" "${args[@]}" localhost
 	crc=$RC
 	reap "$spid"
 	if [ "$RC" -eq 0 ] && [ "$crc" -eq 0 ]; then
