@@ -88,7 +88,7 @@ struct urxe_packet {
 	struct ring rx, tx;
 	unsigned int rx_held;		/* handed out by recv, not released */
 	unsigned int rx_since_tx;	/* frames received since the last send */
-	unsigned int rx_last_run;	/* ... and before the last send */
+	unsigned int rx_run;		/* ... since the last with an answer */
 	int ifindex;
 	unsigned int mtu;
 	bool loopback;
@@ -685,6 +685,7 @@ int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
 {
 	unsigned int i, queued = 0;
 	struct tpacket2_hdr *h;
+	bool answer = false;
 	uint8_t dmac[6];
 	uint32_t st;
 	int rc = 0;
@@ -716,12 +717,14 @@ int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
 		status_release(h, TP_STATUS_SEND_REQUEST);
 		p->tx.head = (p->tx.head + 1) % p->tx.nframes;
 		queued++;
+		answer |= !out[i].ack;
 	}
 	if (queued) {
 		int frc = flush(p);
 
-		p->rx_last_run = p->rx_since_tx;
 		p->rx_since_tx = 0;
+		if (answer)
+			p->rx_run = 0;
 
 		if (frc && frc != -EAGAIN)
 			urxe_dbg("packet backend: send: %s", strerror(-frc));
@@ -763,6 +766,7 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		got++;
 	}
 	p->rx_since_tx += got;
+	p->rx_run += got;
 	return (int)got;
 }
 
@@ -984,9 +988,9 @@ bool urxe_packet_rx_pending(const struct urxe_packet *p)
 }
 
 unsigned int urxe_packet_rx_since_tx(const struct urxe_packet *p,
-				     unsigned int *before)
+				     unsigned int *run)
 {
-	if (before)
-		*before = p->rx_last_run;
+	if (run)
+		*run = p->rx_run;
 	return p->rx_since_tx;
 }

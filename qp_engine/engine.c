@@ -685,6 +685,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 {
 	uint64_t cqes = eng->cqes;
 	int did = 0, n, rounds = 0;
+	bool input;
 
 	do {
 		/*
@@ -700,7 +701,14 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 		atomic_store_explicit(&eng->acks_deferred_ns, 0,
 				      memory_order_relaxed);
 		run_pending(eng);
-		if (mode == PROG_KICK) {
+		/*
+		 * A poster reads no input (the pollers' and the engine
+		 * thread's job) unless the engine thread, finding the lock
+		 * held, left it to the holder.
+		 */
+		input = atomic_exchange(&eng->input_wanted, false) ||
+			mode != PROG_KICK;
+		if (!input) {
 			n = 0;
 			run_timers(eng);
 			break;
@@ -740,14 +748,28 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode);
 /*
  * Progress from a thread that polls (an empty CQ, a wait for an event):
  * it will call again soon, so the engine thread may keep out of its way.
+ * It called in until it returns: a run made slow by system calls (or a
+ * tracer) must not make the next post think it gone.
  */
 int urxe_engine_progress(struct urxe_engine *eng)
 {
-	if (urxe_in_engine_thread(eng))
-		return progress(eng, PROG_ENGINE);
+	int did;
+
+	if (urxe_in_engine_thread(eng)) {
+		did = progress(eng, PROG_ENGINE);
+		return did > 0 ? did : 0;
+	}
 	atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
 			      memory_order_relaxed);
-	return progress(eng, PROG_POLL);
+	did = progress(eng, PROG_POLL);
+	atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
+			      memory_order_relaxed);
+	return did;
+}
+
+int urxe_engine_progress_thread(struct urxe_engine *eng)
+{
+	return progress(eng, PROG_ENGINE);
 }
 
 static int progress(struct urxe_engine *eng, enum prog_mode mode)
@@ -760,14 +782,34 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode)
 		 * must be told about.  A poller that flagged it each time
 		 * would keep the holder looping, away from its own caller.
 		 */
-		if (mode != PROG_POLL)
+		if (mode == PROG_POLL)
+			return 0;
+		if (mode == PROG_KICK) {
 			atomic_store(&eng->work, true);
-		return 0;
+			return 0;
+		}
+		/*
+		 * The engine thread, woken by input (or a timer) while a
+		 * poster holds the lock — and a poster reads no input.  The
+		 * socket stays readable until someone does: waking on it again
+		 * and again would only spin.  The holder reads it before it
+		 * lets go; one more try covers a holder that let go meanwhile
+		 * (it looks at the flags after unlocking, we at the lock after
+		 * raising them).
+		 */
+		atomic_store(&eng->input_wanted, true);
+		atomic_store(&eng->work, true);
+		if (pthread_mutex_trylock(&eng->lock))
+			return -EBUSY;
 	}
 	did = progress_locked(eng, mode);
 	pthread_mutex_unlock(&eng->lock);
-	/* Work flagged after our last check, while we were unlocking. */
-	if (mode != PROG_POLL && atomic_load(&eng->work) &&
+	/*
+	 * Work flagged after our last check, while we were unlocking (a
+	 * poller leaves posts to the holder; input it takes when asked).
+	 */
+	if (((mode != PROG_POLL && atomic_load(&eng->work)) ||
+	     atomic_load(&eng->input_wanted)) &&
 	    !pthread_mutex_trylock(&eng->lock)) {
 		did |= progress_locked(eng, mode);
 		pthread_mutex_unlock(&eng->lock);
@@ -788,22 +830,37 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode)
 void urxe_engine_kick(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
-	uint64_t last;
+	uint64_t last, post, now;
 
 	urxe_qp_schedule(qp);
 	/*
 	 * A QP streaming to its peer while the application polls: these
 	 * packets join the next poll's batch (one GSO send for many posts)
 	 * rather than leaving one system call per post.  An idle QP — a
-	 * latency test's — sends at once.
+	 * latency test's — sends at once.  "Recently" is since the poll or
+	 * the last post, whichever came later: a burst of posts after a poll
+	 * waits for the next poll whole, even if a post of it had to send
+	 * (a slow system call, under a tracer, would otherwise make every
+	 * later post of the burst send alone).  Posts that never end in a
+	 * poll leave their packets to the engine thread, which the ACKs of
+	 * those in flight wake.
 	 */
 	if (atomic_load_explicit(&qp->streaming, memory_order_relaxed)) {
 		last = atomic_load_explicit(&eng->app_progress_ns,
 					    memory_order_relaxed);
-		if (last && urxe_now(eng) - last < URXE_POST_DEFER_NS)
+		post = atomic_load_explicit(&eng->app_post_ns,
+					    memory_order_relaxed);
+		now = urxe_now(eng);
+		if (last && now - (post > last ? post : last) <
+			    URXE_POST_DEFER_NS) {
+			atomic_store_explicit(&eng->app_post_ns, now,
+					      memory_order_relaxed);
 			return;
+		}
 	}
 	progress(eng, PROG_KICK);
+	atomic_store_explicit(&eng->app_post_ns, urxe_now(eng),
+			      memory_order_relaxed);
 }
 
 void urxe_engine_settle(struct urxe_engine *eng)

@@ -94,12 +94,19 @@ struct urxe_engine {
 	double backoff_s;		/* its period: grows while they do */
 	/* what woke the engine thread, and what it did (URXE_LOG=debug) */
 	unsigned long wakes[4];		/* io, timer, doorbell, backoff */
-	unsigned long runs, parks;
+	unsigned long runs, parks, busy;
 	ev_io io[10];
 	unsigned int nio;
 	bool io_parked;
 	/* last time an application thread ran progress (ns) */
 	_Atomic uint64_t app_progress_ns;
+	/* ... and posted (ns) */
+	_Atomic uint64_t app_post_ns;
+	/*
+	 * The engine thread found input waiting and the progress lock held:
+	 * the holder reads it before it lets go (whatever its mode).
+	 */
+	atomic_bool input_wanted;
 	/* packets in flight: all QPs' (0: no budget), and each QP's share */
 	uint32_t budget_pkts;
 	uint32_t window;
@@ -155,6 +162,11 @@ static inline void urxe_count(struct urxe_engine *eng, enum urxe_counter c,
 
 /* Is the calling thread @eng's engine thread? */
 bool urxe_in_engine_thread(const struct urxe_engine *eng);
+/*
+ * The engine thread's progress: as urxe_engine_progress(), or -EBUSY when
+ * another thread holds the progress lock (it was asked to read the input).
+ */
+int urxe_engine_progress_thread(struct urxe_engine *eng);
 
 /*
  * stats.c: the QP table of the slot's statistics record.  Publishes now

@@ -64,7 +64,21 @@ static void run(struct ev_loop *loop)
 			return;
 	}
 	eng->runs++;
-	urxe_engine_progress(eng);
+	if (urxe_engine_progress_thread(eng) == -EBUSY) {
+		/*
+		 * An application thread holds the progress lock and reads the
+		 * input before it lets go: until it has, the socket stays
+		 * readable, and watching it would wake this thread again and
+		 * again for nothing.  Look again in a while.
+		 */
+		eng->busy++;
+		park_io(eng, true);
+		if (!ev_is_active(&eng->backoff)) {
+			ev_timer_set(&eng->backoff, eng->backoff_s, 0.0);
+			ev_timer_start(loop, &eng->backoff);
+		}
+		return;
+	}
 	rearm_timer(eng);
 }
 
@@ -221,9 +235,9 @@ void urxe_engine_thread_stop(struct urxe_engine *eng)
 		return;
 	ev_async_send(eng->loop, &eng->stop);
 	pthread_join(eng->thread, NULL);
-	urxe_dbg("slot %u: engine thread woken by io %lu, timer %lu, doorbell %lu, backoff %lu; ran %lu, parked %lu",
+	urxe_dbg("slot %u: engine thread woken by io %lu, timer %lu, doorbell %lu, backoff %lu; ran %lu, parked %lu, found the lock held %lu",
 		 eng->slot, eng->wakes[0], eng->wakes[1], eng->wakes[2],
-		 eng->wakes[3], eng->runs, eng->parks);
+		 eng->wakes[3], eng->runs, eng->parks, eng->busy);
 	ev_loop_destroy(eng->loop);
 	eng->loop = NULL;
 	eng->thread_running = false;

@@ -28,12 +28,14 @@
 #define BUDGET_MAX 256
 /*
  * Receive moderation, as a NIC's interrupt coalescing.  A receiver that
- * got at least MOD_STREAM frames between its last two sends is taking a
- * stream: after a burst (MOD_BURST frames in one poll) it waits in the
- * ring — memory reads, no system call — for more, until MOD_TARGET
- * frames came since its last send or none for MOD_GAP_NS.  It then wakes
- * and ACKs once per MOD_TARGET packets rather than per few.  A
- * ping-pong's messages (a send between any two) never wait.
+ * got at least MOD_STREAM frames since it last sent anything but ACKs is
+ * taking a stream: after a burst (MOD_BURST frames in one poll) it waits
+ * in the ring — memory reads, no system call — for more, until
+ * MOD_TARGET frames came since its last send or none for MOD_GAP_NS.  It
+ * then wakes and ACKs once per MOD_TARGET packets rather than per few.
+ * A ping-pong's messages (an answer between any two) never wait.  Its
+ * own ACKs do not end a stream: counting them as answers, a receiver
+ * that once ACKed every few packets would go on doing so.
  */
 #define MOD_STREAM 16
 #define MOD_BURST 4
@@ -92,10 +94,14 @@ static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 	if (n > TX_BATCH)
 		n = TX_BATCH;
 	for (i = 0; i < n; i++) {
+		const uint8_t *bth = pkts[i].iov[0].iov_base;
+
 		out[i].dst = pkts[i].dgid.raw;
 		out[i].src = pkts[i].sgid.raw;
 		out[i].sport = pkts[i].sport;
 		out[i].tos = pkts[i].tclass;
+		/* ACKNOWLEDGE, RC (0x11) or XRC (0xb1): no answer. */
+		out[i].ack = bth[0] == 0x11 || bth[0] == 0xb1;
 		out[i].iov = pkts[i].iov;
 		out[i].niov = pkts[i].niov;
 	}
@@ -159,9 +165,9 @@ static bool wait_frame(struct urxe_dev *dev)
 
 static bool streaming(const struct urxe_packet *p)
 {
-	unsigned int before, now = urxe_packet_rx_since_tx(p, &before);
+	unsigned int run, now = urxe_packet_rx_since_tx(p, &run);
 
-	return before >= MOD_STREAM && now < MOD_TARGET;
+	return run >= MOD_STREAM && now < MOD_TARGET;
 }
 
 static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)

@@ -419,10 +419,11 @@ unsigned int urxe_packet_rx_frames(const struct urxe_packet *p);
 bool urxe_packet_rx_pending(const struct urxe_packet *p);
 /*
  * RoCE frames received since the last urxe_packet_send() that sent any;
- * @before (optional): how many came between the two sends before.
+ * @run (optional): since the last one that sent a frame not marked @ack
+ * (a receiver that only acknowledges is taking a stream).
  */
 unsigned int urxe_packet_rx_since_tx(const struct urxe_packet *p,
-				     unsigned int *before);
+				     unsigned int *run);
 
 /* One packet to send: the RoCE bytes (BTH .. ICRC) in @iov. */
 struct urxe_packet_out {
@@ -430,6 +431,7 @@ struct urxe_packet_out {
 	const uint8_t *src;		/* 16 bytes: the source GID */
 	uint16_t sport;			/* UDP source port, used as is */
 	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
+	bool ack;			/* an acknowledgement, not an answer */
 	const struct iovec *iov;
 	unsigned int niov;
 };
