@@ -26,6 +26,15 @@
 #           listens), then the urxe clients of ib_read_bw, ib_atomic_bw
 #           (FETCH_AND_ADD, the default, then CMP_AND_SWAP) and
 #           ib_send_bw -c UD, each retried until the VM's server listens.
+#   packet  started before the VM boots, urxe on the packet backend
+#           ("rxe0 netdev $TAP backend packet", the user holding
+#           CAP_NET_RAW): its ibv_rc_pingpong and ib_write_bw servers for
+#           the VM's clients, in the background, while its clients of the
+#           VM's servers run (retried until each listens) — so processes
+#           share the tap's one address, as the backend is meant to.  Its
+#           frames leave past the qdisc and the tap's tcpdump never sees
+#           them: t_vm_interop.sh records them where they arrive, at the
+#           VM's NIC (QEMU's filter-dump).
 # Exit 0 iff every program did.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +50,7 @@ PP=(ibv_rc_pingpong -d rxe0 -g 0 -n 100 -s 4096)
 BW=(-d rxe0 -x 0 -F -n 200)
 STATUS=0
 CAP_PID=""
+RUNNER=(as_user)
 trap '[ -z "$CAP_PID" ] || kill -INT "$CAP_PID" 2>/dev/null' EXIT
 trap 'exit 143' TERM
 
@@ -81,9 +91,24 @@ run() {
 	local name=$1
 	shift
 	env_for "$1"
-	capture "$name" as_user "${ENV[@]}" "$@"
+	capture "$name" "${RUNNER[@]}" "${ENV[@]}" "$@"
 	echo "$RC" >"$WORK/out/$name.rc"
 	printf '[host] %s: exit %d\n' "$name" "$RC"
+	[ "$RC" -eq 0 ] || STATUS=1
+}
+
+# run_bg NAME ARGS...: run in the background (BG_PID); run_end NAME PID
+# waits for it and records its status as run does.
+run_bg() {
+	local name=$1
+	shift
+	env_for "$1"
+	bg_user "$name" "${RUNNER[@]}" "${ENV[@]}" "$@"
+}
+run_end() {
+	reap "$2"
+	echo "$RC" >"$WORK/out/$1.rc"
+	printf '[host] %s: exit %d\n' "$1" "$RC"
 	[ "$RC" -eq 0 ] || STATUS=1
 }
 
@@ -96,7 +121,7 @@ client() {
 	env_for "$1"
 	while :; do
 		n=$((n + 1))
-		capture "$name" as_user "${ENV[@]}" "$@"
+		capture "$name" "${RUNNER[@]}" "${ENV[@]}" "$@"
 		if [ "$RC" -eq 0 ] || [ "$SECONDS" -ge "$deadline" ] ||
 		   ! grep -q "Couldn't connect to" "$(out "$name")" "$(err "$name")"; then
 			break
@@ -137,8 +162,23 @@ cmd)
 		--burst_size=8 "$VM"
 	cap_stop
 	;;
+packet)
+	# The user with CAP_NET_RAW (inherited and ambient), in this namespace.
+	RUNNER=(ns_user_cap "")
+	VERBS=(LD_LIBRARY_PATH="$B/lib" "$DEVS backend packet" URXE_LOG=debug)
+	cap_start packet
+	T_LIMIT=150 run_bg pkt_pp_server "${PP[@]}" -p 18530
+	pp_srv=$BG_PID
+	T_LIMIT=150 run_bg pkt_write_bw_server ib_write_bw "${BW[@]}" -p 18531
+	bw_srv=$BG_PID
+	T_LIMIT=60 client pkt_pp_client 90 "${PP[@]}" -p 18532 "$VM"
+	T_LIMIT=60 client pkt_write_bw_client 60 ib_write_bw "${BW[@]}" -p 18533 "$VM"
+	run_end pkt_pp_server "$pp_srv"
+	run_end pkt_write_bw_server "$bw_srv"
+	cap_stop
+	;;
 *)
-	echo "usage: host.sh server|cmd" >&2
+	echo "usage: host.sh server|cmd|packet" >&2
 	exit 2
 	;;
 esac

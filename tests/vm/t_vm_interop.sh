@@ -15,6 +15,15 @@
 #      until the VM has booted (host.sh cmd, vm_script.sh).  UD thus runs
 #      both ways: datagrams (and their GRHs) from kernel rxe to urxe and
 #      back.
+#   3. `vm.sh cmd` again, urxe on the packet backend (AF_PACKET rings,
+#      the user holding CAP_NET_RAW): ibv_rc_pingpong and ib_write_bw, each
+#      once with urxe as the client of kernel rxe and once the other way
+#      round, urxe's servers and clients running at the same time on the
+#      tap's one address (host.sh packet, vm_script_packet.sh).  Its frames
+#      bypass the qdisc, so a tcpdump on the tap shows only kernel rxe's:
+#      QEMU records both directions at the VM's NIC (filter-dump, added to
+#      vm.sh's QEMU command line by a wrapper first in PATH), where urxe's
+#      frames arrive.  Both captures are validated.
 # host.sh captures the tap while its programs run (not vm.sh's PCAP, which
 # drops frames under load: see there); every capture, and each side's half
 # of it, must pass urxe-validate (-o: urxe sends GSO runs with real UDP
@@ -28,6 +37,7 @@
 # either missing skips, loudly.  The boots take some 15-20 s each under
 # emulation, each bounded by URXE_VM_TIMEOUT (100 s).  A first run also
 # builds the VM image (build.sh: downloads Debian packages).
+# URXE_VM_PACKET=0 leaves out the third boot.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -149,6 +159,23 @@ pcap_ok() {
 	fi
 }
 
+# pcap_valid CAP: capture CAP (written by QEMU, which drops nothing)
+# passes the validator.
+pcap_valid() {
+	local f=$WORK/cap-$1.pcap
+	if [ ! -s "$f" ]; then
+		fail "capture $1: no $f"
+		return
+	fi
+	capture "val-$1" "$VALIDATE" -o "$f"
+	if [ "$RC" -eq 0 ]; then
+		pass "capture $1 passes urxe-validate ($(head -n 1 "$(out "val-$1")"))"
+	else
+		fail "capture $1 fails urxe-validate: exit $RC"
+		show "val-$1"
+	fi
+}
+
 # pcap_side CAP SIDE SRC OPCODE...: SRC's half of capture CAP passes the
 # validator and holds every OPCODE (the validator's names).
 pcap_side() {
@@ -236,5 +263,50 @@ for side in urxe kernel; do
 	fi
 done
 
-note "two VM boots in $((SECONDS - T0)) s"
+# Boot 3: urxe on the packet backend, both ways, servers and clients at
+# once.  The wrapper adds QEMU's own capture of the VM's NIC to vm.sh's
+# QEMU command line (netdev n0 is vm.sh's tap), and takes the virtio
+# header off the tap (vnet_hdr=off): with it, every frame of the dump
+# would start with one.
+if [ "${URXE_VM_PACKET:-1}" != 0 ]; then
+	QEMU=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
+	mkdir -p "$WORK/qemu-wrap"
+	cat >"$WORK/qemu-wrap/qemu-system-x86_64" <<-EOF
+		#!/bin/sh
+		for a; do
+			shift
+			case \$a in tap,id=n0,*) a=\$a,vnet_hdr=off ;; esac
+			set -- "\$@" "\$a"
+		done
+		exec "$QEMU" "\$@" -object filter-dump,id=urxedump,netdev=n0,file="$WORK/cap-packetvm.pcap"
+	EOF
+	chmod 755 "$WORK/qemu-wrap/qemu-system-x86_64"
+	boot boot3 PATH="$WORK/qemu-wrap:$PATH" \
+		cmd "$(sed '/^#/d' "$HERE/vm_script_packet.sh")" -- "$HERE/host.sh" packet
+	host_ok "boot3: urxe (packet backend) ibv_rc_pingpong client -> kernel rxe server (4096 B x 100)" \
+		pkt_pp_client "$PPOK"
+	expect_match "boot3: kernel rxe ibv_rc_pingpong server exits 0" boot3 '^VMT pp_server rc=0'
+	host_ok "boot3: urxe (packet backend) ib_write_bw client -> kernel rxe server" \
+		pkt_write_bw_client "$BWOK"
+	expect_match "boot3: kernel rxe ib_write_bw server exits 0" boot3 '^VMT write_bw_server rc=0'
+	host_ok "boot3: urxe (packet backend) ibv_rc_pingpong server <- kernel rxe client (4096 B x 100)" \
+		pkt_pp_server "$PPOK"
+	expect_match "boot3: kernel rxe ibv_rc_pingpong client exits 0" boot3 '^VMT pp_client rc=0'
+	expect_match "boot3: kernel rxe ibv_rc_pingpong client did 100 iters" boot3 "$PPOK"
+	host_ok "boot3: urxe (packet backend) ib_write_bw server <- kernel rxe client" \
+		pkt_write_bw_server "$BWOK"
+	expect_match "boot3: kernel rxe ib_write_bw client exits 0" boot3 '^VMT write_bw_client rc=0'
+	expect_no_match "boot3: no \"Failed status\" on the VM" boot3 'Failed status'
+	# The tap's capture: kernel rxe's frames, as urxe received them.
+	pcap_ok packet
+	pcap_side packet kernel "$KERNEL_IP" "${SENDS[@]}" RDMA_WRITE_FIRST \
+		RDMA_WRITE_MIDDLE RDMA_WRITE_LAST
+	# The VM's NIC: urxe's frames as kernel rxe received them (and its own).
+	pcap_valid packetvm
+	pcap_side packetvm urxe "$URXE_IP" "${SENDS[@]}" RDMA_WRITE_FIRST \
+		RDMA_WRITE_MIDDLE RDMA_WRITE_LAST
+	pcap_side packetvm kernel "$KERNEL_IP" "${SENDS[@]}"
+fi
+
+note "VM boots in $((SECONDS - T0)) s"
 finish
