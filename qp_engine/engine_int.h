@@ -107,9 +107,15 @@ struct urxe_engine {
 	 * the holder reads it before it lets go (whatever its mode).
 	 */
 	atomic_bool input_wanted;
-	/* packets in flight: all QPs' (0: no budget), and each QP's share */
+	/*
+	 * Packets in flight, all QPs' together (0: no budget), and one QP's
+	 * at most; @inflight is the budget in use, @budget_wait the QPs
+	 * waiting for room in it (FIFO).  Under the progress lock.
+	 */
 	uint32_t budget_pkts;
 	uint32_t window;
+	uint32_t inflight;
+	struct urxe_eqp *budget_wait, *budget_wait_tail;
 	uint32_t read_window;		/* READ answers awaited at most (0: window) */
 	/* receive completions made by this engine so far (under the lock) */
 	uint64_t cqes;
@@ -190,6 +196,16 @@ static inline bool urxe_qp_reliable(const struct urxe_eqp *qp)
 
 /* engine.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
+/*
+ * The engine's budget (urxe_engine_set_budget): urxe_budget_sync() counts
+ * @qp's packets in flight (PSNs sent and not acknowledged, READ answers
+ * included) into eng->inflight and, when that fell, wakes QPs waiting
+ * for room.  urxe_budget_room() says whether @qp may send @pkts more
+ * packets now; when not, @qp waits on the list (woken by the sync that
+ * frees room).  Progress lock held.
+ */
+void urxe_budget_sync(struct urxe_eqp *qp);
+bool urxe_budget_room(struct urxe_eqp *qp, uint32_t pkts);
 /*
  * A free index of the QP number space (no QP, no XRC SRQ holds it), round
  * robin; -ENOMEM when all are taken.  qp_lock held.

@@ -199,11 +199,18 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	 * few packets, not message by message (an ACK covers all before it).
 	 */
 	every = eng->window < 2 * URXE_ACK_EVERY ? eng->window : URXE_ACK_EVERY;
+	/*
+	 * ... and on the packet that fills the engine's budget: the QP may
+	 * then wait for room, and the room comes back with ACKs.
+	 */
 	bth.ackreq = urxe_qp_reliable(qp) &&
 		     ((last && !more_posted(qp)) ||
 		      qp->unacked_pkts >= (every ? every : 1) ||
 		      urxe_psn_diff(urxe_psn_add(qp->psn, 1), qp->acked_psn) >=
-		      (int32_t)eng->window);
+		      (int32_t)eng->window ||
+		      (eng->budget_pkts &&
+		       eng->inflight + 1 + (uint32_t)urxe_psn_diff(qp->psn,
+			    qp->acked_psn) - qp->budget_held >= eng->budget_pkts));
 	if (bth.ackreq)
 		qp->unacked_pkts = 0;
 	oi = urxe_opinfo(bth.opcode);
@@ -293,7 +300,7 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 }
 
 /* May @wqe send (more) now? */
-static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
+static bool may_send(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 {
 	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
@@ -308,6 +315,10 @@ static bool may_send(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 		if (qp->resp_pkts >= read_window(qp->eng))
 			return false;
 	}
+	/* The engine's budget: a READ asks for up to a read window. */
+	if (!urxe_budget_room(qp,
+			      is_rd_atomic(wqe) ? read_window(qp->eng) : 1))
+		return false;
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs and atomics. */
 	if ((wqe->send_flags & IBV_SEND_FENCE) && wqe->state == URXE_WQE_POSTED &&
 	    qp->rd_outstanding)

@@ -337,6 +337,14 @@ struct urxe_eqp {
 	uint32_t unacked_pkts;		/* since the last AckReq */
 	uint32_t resp_pkts;		/* READ response packets awaited */
 	/*
+	 * The engine's budget of packets in flight is shared by its QPs as
+	 * they need it: what this QP holds of it (urxe_budget_sync), and its
+	 * place on the list of QPs waiting for room.
+	 */
+	uint32_t budget_held;
+	bool budget_waiting;
+	struct urxe_eqp *budget_next;
+	/*
 	 * Packets in flight (read without the lock by posters): their ACKs
 	 * will bring progress, so a post may leave its packets to the next
 	 * poll and its batch.
