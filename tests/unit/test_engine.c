@@ -281,6 +281,113 @@ static void fill(uint8_t *p, size_t n, uint8_t seed)
 		p[i] = (uint8_t)(i * 7 + seed);
 }
 
+/*
+ * The budget is the engine's, taken as QPs need it: with a budget of 16
+ * packets and 4 QPs each writing 16 packets, the first QP takes all 16
+ * (its window is the budget, not a quarter of it), the 16th asks for an
+ * ACK, and the others wait for room and finish as ACKs free it.
+ */
+#define BQPS 4
+static struct urxe_eqp bqp[2][BQPS];
+
+static void bqp_make(struct node *nd, struct urxe_eqp *qp)
+{
+	memset(qp, 0, sizeof(*qp));
+	qp->type = IBV_QPT_RC;
+	qp->pd = 7;
+	qp->scq = qp->rcq = &nd->cq;
+	ck_assert_int_eq(urxe_wq_init(&qp->sq, 16, 1, 0,
+				      sizeof(struct urxe_send_wqe)), 0);
+	ck_assert_int_eq(urxe_engine_qp_add(nd->eng, qp), 0);
+}
+
+static void bqp_connect(struct node *a, struct urxe_eqp *qa, struct node *b,
+			struct urxe_eqp *qb)
+{
+	struct urxe_qp_attr at;
+
+	memset(&at, 0, sizeof(at));
+	at.state = IBV_QPS_RTS;
+	at.dest_qpn = qb->qpn;
+	at.access = IBV_ACCESS_REMOTE_WRITE;
+	at.path_mtu = 1024;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.max_rd_atomic = 1;
+	at.max_dest_rd_atomic = 1;
+	at.dgid = b->gid;
+	at.sgid = a->gid;
+	ck_assert_int_eq(urxe_engine_qp_modify(qa, &at, IBV_QP_STATE |
+			 IBV_QP_DEST_QPN | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN |
+			 IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT |
+			 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_AV), 0);
+}
+
+START_TEST(rc_budget_shared)
+{
+	uint32_t len = 16 * 1024, first_qpn, i;
+	unsigned int ackreqs = 0, inflight;
+	struct ibv_wc wc;
+	int q;
+
+	for (q = 0; q < BQPS; q++) {
+		bqp_make(&nodes[0], &bqp[0][q]);
+		bqp_make(&nodes[1], &bqp[1][q]);
+		bqp_connect(&nodes[0], &bqp[0][q], &nodes[1], &bqp[1][q]);
+		bqp_connect(&nodes[1], &bqp[1][q], &nodes[0], &bqp[0][q]);
+	}
+	urxe_engine_set_budget(nodes[0].eng, 16);
+	fill(nodes[0].buf, BQPS * len, 5);
+	for (q = 0; q < BQPS; q++) {
+		struct urxe_eqp *qp = &bqp[0][q];
+		uint32_t p = atomic_load(&qp->sq.prod);
+		struct urxe_send_wqe *w = urxe_wq_slot(&qp->sq, p);
+
+		memset(w, 0, sizeof(*w));
+		w->wr_id = 500 + (uint64_t)q;
+		w->opcode = IBV_WR_RDMA_WRITE;
+		w->send_flags = IBV_SEND_SIGNALED;
+		w->length = len;
+		w->num_sge = 1;
+		w->sge[0].addr = nodes[0].mem.iova + (uint64_t)q * len;
+		w->sge[0].length = len;
+		w->sge[0].lkey = nodes[0].mem.lkey;
+		w->remote_addr = nodes[1].mem.iova + 0x80000 + (uint64_t)q * len;
+		w->rkey = nodes[1].mem.rkey;
+		w->state = URXE_WQE_POSTED;
+		atomic_store(&qp->sq.prod, p + 1);
+		urxe_engine_kick(qp);
+	}
+	urxe_engine_progress(nodes[0].eng);
+	/* Nothing delivered yet: the wire holds what the budget allows. */
+	inflight = wire_n;
+	ck_assert_uint_eq(inflight, 16);
+	first_qpn = urxe_get24(wire[0].data + 5);
+	for (i = 0; i < inflight; i++)
+		ck_assert_uint_eq(urxe_get24(wire[i].data + 5), first_qpn);
+	ck_assert(wire[inflight - 1].data[8] & 0x80);	/* AckReq */
+	for (i = 0; i < inflight; i++)
+		ackreqs += !!(wire[i].data[8] & 0x80);
+	ck_assert_uint_le(ackreqs, 2);	/* every 8, not every 4 */
+	pump();
+	for (q = 0; q < BQPS; q++) {
+		wc = poll_one(&nodes[0]);
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_int_eq(wc.opcode, IBV_WC_RDMA_WRITE);
+	}
+	ck_assert(!memcmp(nodes[1].buf + 0x80000, nodes[0].buf, BQPS * len));
+	for (q = 0; q < BQPS; q++) {
+		urxe_engine_qp_remove(nodes[0].eng, &bqp[0][q]);
+		urxe_engine_qp_remove(nodes[1].eng, &bqp[1][q]);
+		urxe_wq_fini(&bqp[0][q].sq);
+		urxe_wq_fini(&bqp[1][q].sq);
+	}
+}
+END_TEST
+
 static const uint32_t sizes[] = { 0, 1, 1024, 1025, 4096, 65536, 200000 };
 
 START_TEST(rc_send_sizes)
@@ -1076,6 +1183,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_retry_exceeded);
 	tcase_add_test(tc, rc_random_loss_both_ways);
 	tcase_add_test(tc, rc_many_messages);
+	tcase_add_test(tc, rc_budget_shared);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("srq");
