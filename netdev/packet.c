@@ -83,6 +83,8 @@ struct neigh {
 struct urxe_packet {
 	int fd;
 	int sink[2];
+	int mc[2];			/* IPv4, IPv6 group memberships (lazy) */
+	struct in_addr lo_addr;		/* loopback: the slot's own address */
 	uint8_t *map;
 	size_t map_len;
 	struct ring rx, tx;
@@ -654,6 +656,47 @@ static int dest_mac(struct urxe_packet *p, const uint8_t *gid, uint8_t *mac)
 	return 0;
 }
 
+/* ---- multicast ---- */
+
+/*
+ * An ordinary socket's membership makes the kernel take the group's
+ * frames in (the interface's address filter; IGMP or MLD toward the
+ * switches); the ring's filter accepts QPN 0xFFFFFF anyway.  On loopback
+ * every frame reaches every ring: nothing to join.
+ */
+int urxe_packet_mcast(struct urxe_packet *p, const uint8_t *gid, bool join)
+{
+	bool v4 = urxe_gid_is_v4(gid);
+	int *fd = &p->mc[v4 ? 0 : 1];
+
+	if (!gid_is_mcast(gid))
+		return -EINVAL;
+	if (p->loopback)
+		return 0;
+	if (*fd < 0) {
+		if (!join)
+			return -ENOENT;
+		*fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (*fd < 0)
+			return -errno;
+	}
+	if (v4) {
+		struct ip_mreqn m = { .imr_ifindex = p->ifindex };
+
+		memcpy(&m.imr_multiaddr, gid + 12, 4);
+		return setsockopt(*fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP :
+				  IP_DROP_MEMBERSHIP, &m, sizeof(m)) ? -errno : 0;
+	} else {
+		struct ipv6_mreq m = {
+			.ipv6mr_interface = (unsigned int)p->ifindex,
+		};
+
+		memcpy(&m.ipv6mr_multiaddr, gid, 16);
+		return setsockopt(*fd, IPPROTO_IPV6, join ? IPV6_JOIN_GROUP :
+				  IPV6_LEAVE_GROUP, &m, sizeof(m)) ? -errno : 0;
+	}
+}
+
 /* ---- rings ---- */
 
 static struct tpacket2_hdr *frame_at(const struct ring *r, unsigned int i)
@@ -762,6 +805,15 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		}
 		if (urxe_packet_parse((const uint8_t *)h + h->tp_mac,
 				      h->tp_snaplen, &in[got]))
+			continue;
+		/*
+		 * On loopback every instance's ring sees every frame: one to
+		 * another slot's address (a udp sender's copy of a multicast
+		 * packet, QPN 0xFFFFFF) is that slot's, not ours.
+		 */
+		if (p->loopback && urxe_gid_is_v4(in[got].dst) &&
+		    !gid_is_mcast(in[got].dst) &&
+		    memcmp(in[got].dst + 12, &p->lo_addr, 4))
 			continue;
 		got++;
 	}
@@ -920,6 +972,8 @@ int urxe_packet_open(const struct urxe_packet_conf *conf,
 		return -ENOMEM;
 	p->fd = -1;
 	p->sink[0] = p->sink[1] = -1;
+	p->mc[0] = p->mc[1] = -1;
+	p->lo_addr = conf->lo_addr;
 	p->ifindex = conf->ifc->ifindex;
 	p->mtu = conf->ifc->mtu;
 	p->loopback = conf->ifc->loopback;
@@ -965,6 +1019,10 @@ void urxe_packet_close(struct urxe_packet *p)
 		close(p->sink[0]);
 	if (p->sink[1] >= 0)
 		close(p->sink[1]);
+	if (p->mc[0] >= 0)
+		close(p->mc[0]);
+	if (p->mc[1] >= 0)
+		close(p->mc[1]);
 	if (p->nl)
 		mnl_socket_close(p->nl);
 	free(p);

@@ -5,8 +5,9 @@
  * ib_attach_mcast() and rxe make, and, on loopback, the host-wide
  * registry (netdev/mcast.c) that tells senders which slots to copy a
  * group's packets to, on a real interface the receive socket's IP
- * membership: an instance joins a group with its first QP attached to it
- * and leaves with its last.
+ * membership (the packet backend: a socket of its own joins, and the
+ * ring takes the frames): an instance joins a group with its first QP
+ * attached to it and leaves with its last.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -53,7 +54,8 @@ static int instance_group(struct urxe_dev *dev, const union ibv_gid *gid,
 	if (dev->dead)
 		return join ? -EIO : 0;
 	if (!dev_loopback(dev))
-		return urxe_udp_mcast(dev->udp, gid->raw, join);
+		return dev->pkt ? urxe_packet_mcast(dev->pkt, gid->raw, join) :
+				  urxe_udp_mcast(dev->udp, gid->raw, join);
 	if (join)
 		return urxe_mcast_join(dev->desc.rundir, &dev->slot, gid->raw);
 	return urxe_mcast_leave(dev->desc.rundir, &dev->slot, gid->raw);
@@ -73,7 +75,7 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	if (qp->dev->dead)
 		return -EIO;			/* as every verb of a dead instance */
 	/* A QP binds the sockets: they are there. */
-	if (!qp->dev->udp)
+	if (!qp->dev->udp && !qp->dev->pkt)
 		return -ENOTCONN;
 	pthread_mutex_lock(&attach_lock);
 	rc = urxe_engine_mcast_attach(&qp->e, gid, URXE_MAX_MCAST_GRP,

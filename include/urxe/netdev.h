@@ -425,6 +425,14 @@ bool urxe_packet_rx_pending(const struct urxe_packet *p);
 unsigned int urxe_packet_rx_since_tx(const struct urxe_packet *p,
 				     unsigned int *run);
 
+/*
+ * Joins (@join) or leaves the multicast group @gid (IPv4-mapped or IPv6)
+ * on the interface, so that the kernel takes its frames in; every join
+ * must be matched by a leave (-EADDRINUSE: already joined).  Nothing to
+ * do on loopback, where every frame reaches every ring.
+ */
+int urxe_packet_mcast(struct urxe_packet *p, const uint8_t *gid, bool join);
+
 /* One packet to send: the RoCE bytes (BTH .. ICRC) in @iov. */
 struct urxe_packet_out {
 	const uint8_t *dst;		/* 16 bytes: a GID (IPv4-mapped or IPv6) */

@@ -14,6 +14,11 @@
 #   - three processes in namespace A share its one IP and run concurrent
 #     RC pingpongs (-e) with three peers in B; all pass;
 #   - a packet end talks to a udp end, both ways round;
+#   - UD multicast (tests/urxe_mcast): two QPs in B attached to a group
+#     each get every datagram of a sender in A once, with the group in the
+#     GRH, and a detached one no more; the kernel's membership on vethB
+#     follows the attachments; IPv4 (239.255.0.9) and IPv6 (ff15::9),
+#     packet to packet, and packet to udp both ways round (IPv4);
 #   - tcpdump on the receiving side (vethB) records what A sends (sent
 #     frames bypass the qdisc, so local taps never see them) and the
 #     project's frame validator accepts every frame;
@@ -172,6 +177,39 @@ ip netns exec "$A" ethtool -K vethA tx-udp-segmentation off >/dev/null 2>&1 || t
 pp interop1 "$NB" udp "$A" packet ibv_rc_pingpong -g 1 -n 300
 pp interop2 "$NB" packet "$A" udp ibv_rc_pingpong -g 1 -n 300
 pp interop3 "$NB" udp "$A" packet ib_write_bw -x 1 -F -n 2000
+
+# --- multicast ----------------------------------------------------------------
+# mc NAME RECVKIND SENDKIND GROUP: urxe_mcast's receiver in B, its sender in
+# A (twice: before and after the receiver detaches one of its two QPs).
+MC=$B/tests/urxe_mcast
+ip -n "$A" addr add 2001:db8:9::1/64 dev vethA nodad
+ip -n "$NB" addr add 2001:db8:9::2/64 dev vethB nodad
+mc() {
+	local name=$1 rkind=$2 skind=$3 grp=$4 rpid round ok=1
+	end "$NB" "$rkind"
+	bg_user "$name.recv" "${END[@]}" "$MC" recv -G "$grp" -n 20 -t 40 -m vethB
+	rpid=$BG_PID
+	for round in attached detached; do
+		if ! wait_for 20 grep -q "^$round" "$(out "$name.recv")"; then
+			ok=0
+			break
+		fi
+		end "$A" "$skind"
+		capture "$name.send.$round" "${END[@]}" "$MC" send -G "$grp" -n 20 -t 30
+		[ "$RC" -eq 0 ] || { ok=0; show "$name.send.$round" "$RC"; break; }
+	done
+	if [ "$ok" -eq 1 ]; then reap "$rpid"; else stop_pid "$rpid"; fi
+	if [ "$ok" -eq 1 ] && [ "$RC" -eq 0 ] && grep -q '^PASS' "$(out "$name.recv")"; then
+		pass "$name ($rkind <- $skind): UD multicast to $grp: each attached QP got the 20 datagrams once, the detached one no more; vethB's membership followed"
+	else
+		fail "$name ($rkind <- $skind): UD multicast to $grp: receiver exit $RC"
+		show "$name.recv" "$RC"
+	fi
+}
+mc mc4 packet packet 239.255.0.9
+mc mc6 packet packet ff15::9
+mc mc4_udp_sender packet udp 239.255.0.10
+mc mc4_udp_receiver udp packet 239.255.0.11
 
 # --- captures on the receiving side -------------------------------------------
 pcap_start cap_rc vethB "$NB"

@@ -5,7 +5,9 @@
  * frames built and parsed (IPv4 header checksum, DF, ID 0, TTL 64, UDP
  * checksum 0; IPv6 with a valid UDP checksum), and — as root, in a private
  * network namespace — frames through the rings on lo: a slot gets its own
- * and the multicast QPN's, not another slot's.
+ * and the multicast QPN's, not another slot's, nor a multicast copy sent
+ * to another slot's address; a group joined on a veth is the kernel's
+ * until left (IPv4 and IPv6).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -15,6 +17,7 @@
 #include <pcap/pcap.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -306,6 +309,104 @@ START_TEST(rings_on_lo)
 }
 END_TEST
 
+/*
+ * Multicast QPN frames on lo: to a group, every ring's; to a slot's own
+ * address (a udp sender's copy for that slot), that slot's alone.
+ */
+START_TEST(lo_multicast_copies)
+{
+	struct urxe_iface ifc;
+	struct urxe_packet_conf c5 = { .ifc = &ifc, .slot = 5 };
+	struct urxe_packet_conf c6 = { .ifc = &ifc, .slot = 6 };
+	struct urxe_packet *p5, *p6;
+	struct urxe_packet_in in[8];
+	uint8_t src[16], to6[16], grp[16], uni[16], r[2][64];
+	struct iovec iov[2];
+	struct urxe_packet_out o[2];
+	unsigned int i;
+
+	if (!private_lo())
+		return;
+	ck_assert_int_eq(urxe_iface_query("lo", &ifc), 0);
+	c5.lo_addr.s_addr = htonl(0x7f000005);
+	c6.lo_addr.s_addr = htonl(0x7f000006);
+	ck_assert_int_eq(urxe_packet_open(&c5, &p5), 0);
+	ck_assert_int_eq(urxe_packet_open(&c6, &p6), 0);
+	gid4(src, "127.0.0.5");
+	gid4(to6, "127.0.0.6");
+	gid4(grp, "239.255.0.1");
+	gid4(uni, "198.18.0.1");
+	/* Nothing to join on lo; a unicast "group" is no group. */
+	ck_assert_int_eq(urxe_packet_mcast(p5, grp, true), 0);
+	ck_assert_int_eq(urxe_packet_mcast(p5, uni, true), -EINVAL);
+	for (i = 0; i < 2; i++) {
+		iov[i].iov_base = r[i];
+		iov[i].iov_len = roce(r[i], 0x64, 0xffffff, 0);
+		r[i][20] = (uint8_t)i;
+		o[i] = (struct urxe_packet_out){
+			.dst = i ? grp : to6, .src = src, .sport = 0xc000,
+			.iov = &iov[i], .niov = 1,
+		};
+	}
+	ck_assert_int_eq(urxe_packet_send(p5, o, 2), 2);
+	ck_assert_int_eq(recv_wait(p6, in, 8, 1000), 2);
+	ck_assert_int_eq(in[0].roce[20], 0);
+	ck_assert_int_eq(in[1].roce[20], 1);
+	urxe_packet_release(p6);
+	ck_assert_int_eq(recv_wait(p5, in, 8, 1000), 1);
+	ck_assert_int_eq(in[0].roce[20], 1);
+	urxe_packet_release(p5);
+	urxe_packet_close(p5);
+	urxe_packet_close(p6);
+}
+END_TEST
+
+/* Whether `ip maddr` lists @what (e.g. "inet  239.255.0.7") on urxp0. */
+static bool kernel_has(const char *what)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd),
+		 "ip maddr show dev urxp0 | grep -q '^[[:space:]]*%s$'", what);
+	return system(cmd) == 0;
+}
+
+START_TEST(mcast_membership)
+{
+	struct urxe_iface ifc;
+	struct urxe_packet_conf c = { .ifc = &ifc, .slot = 5 };
+	struct urxe_packet *p;
+	uint8_t g4[16], g6[16] = { 0xff, 0x15, [15] = 7 };
+
+	if (!private_lo())
+		return;
+	if (system("ip link add urxp0 type veth peer name urxp1 && "
+		   "ip addr add 198.18.0.1/24 dev urxp0 && "
+		   "ip link set urxp1 up && ip link set urxp0 up")) {
+		fprintf(stderr, "note: mcast_membership skipped: no veth\n");
+		return;
+	}
+	gid4(g4, "239.255.0.7");
+	ck_assert_int_eq(urxe_iface_query("urxp0", &ifc), 0);
+	ck_assert_int_eq(urxe_packet_open(&c, &p), 0);
+	ck_assert(!kernel_has("inet  239.255.0.7"));
+	ck_assert_int_eq(urxe_packet_mcast(p, g4, true), 0);
+	ck_assert_int_eq(urxe_packet_mcast(p, g6, true), 0);
+	ck_assert(kernel_has("inet  239.255.0.7"));
+	ck_assert(kernel_has("inet6 ff15::7"));
+	ck_assert_int_eq(urxe_packet_mcast(p, g4, true), -EADDRINUSE);
+	ck_assert_int_eq(urxe_packet_mcast(p, g4, false), 0);
+	ck_assert_int_eq(urxe_packet_mcast(p, g6, false), 0);
+	ck_assert(!kernel_has("inet  239.255.0.7"));
+	ck_assert(!kernel_has("inet6 ff15::7"));
+	ck_assert_int_lt(urxe_packet_mcast(p, g4, false), 0);
+	/* A membership left open goes with the socket. */
+	ck_assert_int_eq(urxe_packet_mcast(p, g4, true), 0);
+	urxe_packet_close(p);
+	ck_assert(!kernel_has("inet  239.255.0.7"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("packet");
@@ -316,6 +417,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, build_too_big);
 	tcase_add_test(tc, filter_demux);
 	tcase_add_test(tc, rings_on_lo);
+	tcase_add_test(tc, lo_multicast_copies);
+	tcase_add_test(tc, mcast_membership);
 	suite_add_tcase(s, tc);
 	return s;
 }
