@@ -14,6 +14,9 @@
 #   - three processes in namespace A share its one IP and run concurrent
 #     RC pingpongs (-e) with three peers in B; all pass;
 #   - a packet end talks to a udp end, both ways round;
+#   - both ends on one namespace's lo with the packet backend (each process
+#     its slot's own 127.x address): ibv_rc_pingpong, ibv_ud_pingpong,
+#     ib_write_bw pass, and lo's capture of the pingpong is valid;
 #   - UD multicast (tests/urxe_mcast): two QPs in B attached to a group
 #     each get every datagram of a sender in A once, with the group in the
 #     GRH, and a detached one no more; the kernel's membership on vethB
@@ -167,6 +170,42 @@ qpn_slots=$(sed -En 's/.*local address: .*QPN 0x([0-9a-f]+),.*/\1/p' \
 	"$(out three1.srv)" "$(out three2.srv)" "$(out three3.srv)" | sort -u | wc -l)
 check "three: the three servers had three different QPNs (got $qpn_slots)" \
 	test "$qpn_slots" -eq 3
+
+# --- both ends on lo ------------------------------------------------------------
+# A's lo, the packet backend at both ends: each process sends from its
+# slot's own 127.x address, its ring takes its slot's frames; the programs
+# meet over TCP on 127.0.0.1.  (On lo, whose frames every ring sees, tcpdump
+# records each frame once, as it comes back in.)
+LO_END=(ns_user "$A" "URXE_DEVICES=rxe0 netdev lo backend packet")
+pp_lo() {
+	local name=$1 port spid crc
+	shift
+	next_port port
+	AS_USER=("${CAP_USER[@]}")
+	if ! serve "$name.srv" "$port" "${LO_END[@]}" "$URXE" run -- "$@" -p "$port"; then
+		fail "$name: the server did not start"
+		show "$name.srv"
+		return
+	fi
+	spid=$BG_PID
+	capture "$name.cli" "${LO_END[@]}" "$URXE" run -- "$@" -p "$port" 127.0.0.1
+	crc=$RC
+	reap "$spid"
+	if [ "$crc" -eq 0 ] && [ "$RC" -eq 0 ]; then
+		pass "$name (packet <- packet, both on lo): $* (client and server exit 0)"
+	else
+		fail "$name (packet <- packet, both on lo): $*: client exit $crc, server exit $RC"
+		show "$name.cli" "$crc"
+		show "$name.srv"
+	fi
+}
+pcap_start cap_lo lo "$A"
+pp_lo lo_rc ibv_rc_pingpong -g 0 -n 200
+# shellcheck disable=SC2046 # two addresses
+pcap_check cap_lo "rc_pingpong on lo, captured on lo" $(gid_hosts lo_rc.cli lo_rc.srv)
+pp_lo lo_ud ibv_ud_pingpong -g 0 -n 200
+pp_lo lo_wbw ib_write_bw -x 0 -F -n 2000
+expect_match "lo_wbw: the client reports its result" lo_wbw.cli '^ *65536 +2000 '
 
 # --- packet <-> udp ---------------------------------------------------------
 # A udp end's GSO sends cross a veth unsegmented (one super-frame, which a
