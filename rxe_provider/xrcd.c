@@ -152,8 +152,25 @@ static int registry_join(struct xrcd_registry *reg, int fd, const char *dev,
 	return i;
 }
 
+/*
+ * Which device a domain is of, host-wide: the name, the interface and the
+ * network namespace (two namespaces may each have an rxe0 on their own
+ * interfaces: they are two devices, and their domains are not one).
+ */
+static void device_key(const struct urxe_dev *dev, char *key, size_t len)
+{
+	struct stat ns;
+	unsigned long ino = 0;
+
+	if (!stat("/proc/self/ns/net", &ns))
+		ino = (unsigned long)ns.st_ino;
+	snprintf(key, len, "%.32s/%.15s/%lu", dev->desc.name, dev->desc.netdev,
+		 ino);
+}
+
 static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 {
+	char key[URXE_DEV_NAME_MAX];
 	struct xrcd_registry *reg;
 	struct stat st;
 	uint32_t gen = 0;
@@ -171,7 +188,8 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	rc = registry_map(lfd, &reg);
 	if (rc)
 		goto err_close;
-	rc = registry_join(reg, lfd, x->dev->desc.name, &st, oflags, &gen,
+	device_key(x->dev, key, sizeof(key));
+	rc = registry_join(reg, lfd, key, &st, oflags, &gen,
 			   &created);
 	munmap(reg, sizeof(*reg));
 	if (rc < 0)
