@@ -33,6 +33,9 @@
 #define GSO_MAX_BYTES 65000
 #define GSO_MAX_SEGS 64
 
+_Static_assert(URXE_DEV_FAULTS_BATCH == URXE_DEV_TX_BATCH,
+	       "the fault scratch holds two transmit batches");
+
 /* Fault injection's scratch: corrupted copies and the held packet. */
 struct urxe_dev_tx {
 	uint8_t corrupt[2 * URXE_DEV_TX_BATCH][FAULT_BUF];
@@ -161,46 +164,52 @@ static void capture_out(struct urxe_dev *dev, const struct urxe_udp_out *o,
 	}
 }
 
-/*
- * URXE_FAULTS: what the wire does to the packets of this batch.  Dropped
- * ones vanish, duplicated ones go twice, corrupted ones go with a flipped
- * bit (the receiver's ICRC check drops them), a reordered one waits for
- * the next packet.  Builds the batch in @out, one iovec a packet (a
- * packet in pieces is first copied whole); returns its length.
- */
-static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
-				 unsigned int n, struct urxe_udp_out *out,
-				 struct iovec *iov)
+/* @p, whole in one piece at @buf (@len bytes). */
+static void one_piece(struct urxe_pkt *out, const struct urxe_pkt *p,
+		      const uint8_t *buf, size_t len)
+{
+	*out = *p;
+	out->iov[0].iov_base = (void *)(uintptr_t)buf;
+	out->iov[0].iov_len = len;
+	out->niov = 1;
+	out->len = (uint32_t)len;
+}
+
+unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
+				   const struct urxe_pkt *pkts, unsigned int n,
+				   struct urxe_pkt *out)
 {
 	struct urxe_dev_tx *t = dev->tx;
 	unsigned int i, k = 0;
 
+	if (n > URXE_DEV_FAULTS_BATCH)
+		n = URXE_DEV_FAULTS_BATCH;
 	for (i = 0; i < n; i++) {
-		const uint8_t *b = pkts[i].iov[0].iov_base;
+		const uint8_t *b = pkts[i].iov[0].iov_base, *data = b;
 		enum urxe_fault f = urxe_faults_decide(dev->faults,
 			(uint32_t)b[5] << 16 | b[6] << 8 | b[7],
 			(uint32_t)b[9] << 16 | b[10] << 8 | b[11], b[0], false);
+		size_t len = pkts[i].iov[0].iov_len;
 		bool flat = pkts[i].niov > 1;
 
-		iov[k] = pkts[i].iov[0];
 		if (flat) {
-			iov[k].iov_base = t->corrupt[k];
-			iov[k].iov_len = gather(pkts[i].iov, pkts[i].niov,
-						t->corrupt[k], FAULT_BUF);
+			data = t->corrupt[k];
+			len = gather(pkts[i].iov, pkts[i].niov, t->corrupt[k],
+				     FAULT_BUF);
 		}
 		switch (f) {
 		case URXE_FAULT_DROP:
 			continue;
 		case URXE_FAULT_CORRUPT:
 			if (!flat)
-				memcpy(t->corrupt[k], b, iov[k].iov_len);
-			t->corrupt[k][iov[k].iov_len / 2] ^= 0x20;
-			iov[k].iov_base = t->corrupt[k];
+				memcpy(t->corrupt[k], b, len);
+			t->corrupt[k][len / 2] ^= 0x20;
+			data = t->corrupt[k];
 			break;
 		case URXE_FAULT_REORDER:
 			if (!t->held_len) {
-				memcpy(t->held, iov[k].iov_base, iov[k].iov_len);
-				t->held_len = iov[k].iov_len;
+				memcpy(t->held, data, len);
+				t->held_len = len;
 				t->held_pkt = pkts[i];
 				continue;
 			}
@@ -208,12 +217,9 @@ static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
 		default:
 			break;
 		}
-		out_from_pkt(&out[k], &pkts[i], &iov[k], 1);
-		k++;
+		one_piece(&out[k++], &pkts[i], data, len);
 		if (f == URXE_FAULT_DUP && k < 2 * URXE_DEV_TX_BATCH) {
-			iov[k] = iov[k - 1];
 			out[k] = out[k - 1];
-			out[k].iov = &iov[k];
 			k++;
 		}
 		if (t->held_len && f != URXE_FAULT_REORDER) {
@@ -223,9 +229,8 @@ static unsigned int apply_faults(struct urxe_dev *dev, struct urxe_pkt *pkts,
 			 * batch leaves.
 			 */
 			memcpy(t->corrupt[k], t->held, t->held_len);
-			iov[k].iov_base = t->corrupt[k];
-			iov[k].iov_len = t->held_len;
-			out_from_pkt(&out[k], &t->held_pkt, &iov[k], 1);
+			one_piece(&out[k], &t->held_pkt, t->corrupt[k],
+				  t->held_len);
 			k++;
 			t->held_len = 0;
 		}
@@ -388,8 +393,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
 	struct urxe_dev *dev = priv;
 	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH];
-	struct iovec iov[2 * URXE_DEV_TX_BATCH];
 	union ibv_gid mdst[2 * URXE_DEV_TX_BATCH];
+	static __thread struct urxe_pkt faulted[2 * URXE_DEV_TX_BATCH];
 	static __thread struct gso_batch gb;
 	struct urxe_udp_out *send = out;
 	const struct seg *segs;
@@ -415,7 +420,9 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		for (i = 0; i < k; i++)
 			out[i].dst = mdst[i].raw;
 	} else if (dev->faults) {
-		k = apply_faults(dev, pkts, n, out, iov);
+		k = urxe_dev_faults_apply(dev, pkts, n, faulted);
+		for (i = 0; i < k; i++)
+			out_from_pkt(&out[i], &faulted[i], faulted[i].iov, 1);
 	} else {
 		for (i = 0; i < n; i++)
 			out_from_pkt(&out[i], &pkts[i], pkts[i].iov, pkts[i].niov);
@@ -580,7 +587,7 @@ void urxe_dev_transport_fini(struct urxe_dev *dev)
  * URXE_FAULTS and URXE_PCAP, read when the sockets open.  A bad value is
  * reported and ignored: the program runs as it would without it.
  */
-static void debug_knobs(struct urxe_dev *dev)
+void urxe_dev_debug_knobs(struct urxe_dev *dev)
 {
 	const char *faults = getenv("URXE_FAULTS"), *pcap = getenv("URXE_PCAP");
 	struct urxe_faults_conf fc;
@@ -617,7 +624,7 @@ static int bind_locked(struct urxe_dev *dev)
 		dev->rx->in[i].buf = dev->rx->buf[i];
 		dev->rx->in[i].cap = RX_BUF;
 	}
-	debug_knobs(dev);
+	urxe_dev_debug_knobs(dev);
 	/*
 	 * URXE_GSO=0: one datagram per packet both ways, as a packet
 	 * capture on the interface wants.  Fault injection decides per

@@ -4,7 +4,8 @@
  * packets go into the TX ring, one send() per batch; received frames are
  * fed to the engine where they lie in the RX ring, with their real IP
  * header (the ICRC is checked in full), and handed back afterwards.
- * URXE_PCAP records both directions; URXE_FAULTS is the udp backend's.
+ * URXE_PCAP records both directions; URXE_FAULTS acts on what is sent,
+ * as on the udp backend (transport.c's code).
  */
 #include <errno.h>
 #include <poll.h>
@@ -84,16 +85,27 @@ static void count_lost(struct urxe_dev *dev, unsigned int lost)
 
 static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
+	static __thread struct urxe_pkt faulted[2 * URXE_DEV_FAULTS_BATCH];
 	struct urxe_dev *dev = priv;
 	struct urxe_packet_out out[TX_BATCH];
-	unsigned int i, sent = 0, tries = 0;
+	unsigned int i, k, sent = 0, tries = 0;
 	int rc = 0;
 
+	_Static_assert(TX_BATCH >= 2 * URXE_DEV_FAULTS_BATCH,
+		       "room for a faulted batch");
 	if (!dev->pkt)
 		return -ENOTCONN;
 	if (n > TX_BATCH)
 		n = TX_BATCH;
-	for (i = 0; i < n; i++) {
+	k = n;
+	if (dev->faults) {
+		/* What the wire does to them (n: what the engine handed over). */
+		if (n > URXE_DEV_FAULTS_BATCH)
+			n = URXE_DEV_FAULTS_BATCH;
+		k = urxe_dev_faults_apply(dev, pkts, n, faulted);
+		pkts = faulted;
+	}
+	for (i = 0; i < k; i++) {
 		const uint8_t *bth = pkts[i].iov[0].iov_base;
 
 		out[i].dst = pkts[i].dgid.raw;
@@ -105,8 +117,8 @@ static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		out[i].iov = pkts[i].iov;
 		out[i].niov = pkts[i].niov;
 	}
-	while (sent < n) {
-		rc = urxe_packet_send(dev->pkt, out + sent, n - sent);
+	while (sent < k) {
+		rc = urxe_packet_send(dev->pkt, out + sent, k - sent);
 		if (rc == -EAGAIN && ++tries <= TX_TRIES) {
 			/* The TX ring is full of frames still leaving. */
 			struct pollfd pfd = {
@@ -130,8 +142,9 @@ static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 				capture_tx(dev, &out[i]);
 		sent += (unsigned int)rc;
 	}
-	if (sent < n && sent)
-		count_lost(dev, n - sent);	/* as on a congested wire */
+	if (sent < k && sent)
+		count_lost(dev, k - sent);	/* as on a congested wire */
+	/* The engine's packets are all accounted for, whatever the wire did. */
 	return sent || rc != -EAGAIN ? (int)n : -EAGAIN;
 }
 
@@ -225,7 +238,6 @@ const struct urxe_engine_ops urxe_packet_dev_ops = {
 
 int urxe_dev_packet_bind(struct urxe_dev *dev)
 {
-	const char *pcap = getenv("URXE_PCAP"), *faults = getenv("URXE_FAULTS");
 	struct urxe_packet_conf conf = {
 		.ifc = &dev->iface,
 		.slot = dev->slot.index,
@@ -234,11 +246,7 @@ int urxe_dev_packet_bind(struct urxe_dev *dev)
 	unsigned int budget;
 	int fd, rc;
 
-	if (faults && *faults)
-		urxe_warn("%s: URXE_FAULTS is not supported on the packet backend; ignored",
-			  dev->desc.name);
-	if (pcap && *pcap)
-		urxe_capture_open(pcap, dev->iface.mac, &dev->cap);
+	urxe_dev_debug_knobs(dev);
 	rc = urxe_packet_open(&conf, &dev->pkt);
 	if (rc)
 		goto err_cap;
@@ -262,6 +270,10 @@ err_pkt:
 err_cap:
 	urxe_capture_close(dev->cap);
 	dev->cap = NULL;
+	urxe_faults_destroy(dev->faults);
+	dev->faults = NULL;
+	free(dev->tx);
+	dev->tx = NULL;
 	return rc;
 }
 

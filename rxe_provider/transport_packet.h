@@ -22,4 +22,24 @@ int urxe_dev_packet_bind(struct urxe_dev *dev);
 /* Closes it (the engine thread is gone). */
 void urxe_dev_packet_unbind(struct urxe_dev *dev);
 
+/*
+ * transport.c's, for both backends.  URXE_FAULTS and URXE_PCAP, read as
+ * the sockets open (dev->faults, dev->tx, dev->cap).
+ */
+void urxe_dev_debug_knobs(struct urxe_dev *dev);
+/* Packets urxe_dev_faults_apply() takes at most (it makes up to twice as many). */
+#define URXE_DEV_FAULTS_BATCH 32
+/*
+ * URXE_FAULTS: what the wire does to the packets of a transmit batch —
+ * dropped ones vanish, duplicated ones go twice, corrupted ones go with a
+ * flipped bit (the receiver's ICRC check drops them), a reordered one
+ * waits for the next packet.  The first @n (at most
+ * URXE_DEV_FAULTS_BATCH) of @pkts become the batch in @out (room for
+ * twice as many), each packet in one piece (a packet in pieces is first
+ * copied whole, into dev->tx); returns its length.
+ */
+unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
+				   const struct urxe_pkt *pkts, unsigned int n,
+				   struct urxe_pkt *out);
+
 #endif

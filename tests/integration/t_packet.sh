@@ -22,6 +22,9 @@
 #     GRH, and a detached one no more; the kernel's membership on vethB
 #     follows the attachments; IPv4 (239.255.0.9) and IPv6 (ff15::9),
 #     packet to packet, and packet to udp both ways round (IPv4);
+#   - URXE_FAULTS (drop, dup, reorder, corrupt) at both packet ends:
+#     urxe_xfer's RDMA WRITE, READ, SEND and atomics all check out, and the
+#     counters show the damage (frames dropped for a bad ICRC, recovery);
 #   - tcpdump on the receiving side (vethB) records what A sends (sent
 #     frames bypass the qdisc, so local taps never see them) and the
 #     project's frame validator accepts every frame;
@@ -249,6 +252,40 @@ mc mc4 packet packet 239.255.0.9
 mc mc6 packet packet ff15::9
 mc mc4_udp_sender packet udp 239.255.0.10
 mc mc4_udp_receiver udp packet 239.255.0.11
+
+# --- URXE_FAULTS ------------------------------------------------------------
+# urxe_xfer (data checked byte for byte, atomics against a model) with the
+# udp backend's fault injection at both packet ends.
+XFER=$B/tests/urxe_xfer
+FAULTS="drop=0.05,dup=0.01,reorder=0.01,corrupt=0.01"
+next_port port
+AS_USER=("${CAP_USER[@]}")
+serve lossy.srv "$port" ns_user "$NB" URXE_LOG=debug "URXE_FAULTS=$FAULTS,seed=11" \
+	"$XFER" -d rxe1 -g 1 -p "$port" -t 60 ||
+	die "lossy: the server did not start"
+spid=$BG_PID
+capture lossy.cli ns_user "$A" URXE_LOG=debug "URXE_FAULTS=$FAULTS,seed=12" \
+	"$XFER" -d rxe0 -g 1 -p "$port" -t 60 -m all -s 8 -a 1000 198.18.9.2
+crc=$RC
+reap "$spid"
+if [ "$crc" -eq 0 ] && [ "$RC" -eq 0 ] && grep -q '^PASS client' "$(out lossy.cli)" &&
+   grep -q '^verify: atomic ok' "$(out lossy.cli)"; then
+	pass "lossy: urxe_xfer -m all under URXE_FAULTS=$FAULTS: every byte and value checked out"
+else
+	fail "lossy: urxe_xfer -m all under URXE_FAULTS: client exit $crc, server exit $RC"
+	show lossy.cli "$crc"
+	show lossy.srv "$RC"
+fi
+# A debug counter summed over both ends' slots.
+counter() {
+	cat "$(err lossy.cli)" "$(err lossy.srv)" |
+		awk -v c="$1" '$3 == "slot" && $5 == c { s += $6 } END { print s + 0 }'
+}
+icrc=$(counter dropped_icrc)
+retx=$(( $(counter duplicate_request) + $(counter rcvd_seq_err) +
+	 $(counter completer_retry_err) + $(counter out_of_seq_request) ))
+check "lossy: faults happened (frames dropped for a bad ICRC: $icrc, recovery events: $retx)" \
+	test "$icrc" -gt 0 -a "$retx" -gt 0
 
 # --- captures on the receiving side -------------------------------------------
 pcap_start cap_rc vethB "$NB"
