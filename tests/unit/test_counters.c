@@ -23,27 +23,14 @@
 #include <urxe/engine.h>
 #include <urxe/netdev.h>
 
-#include "pkt_gather.h"
+#include "engine_wire.h"
 #include "testutil.h"
 
 #define PUBLISH_NS 100000000ull		/* the engine's period, 100 ms */
 
 static struct tu_sandbox sb;
 
-/* ---- a two-engine wire ---- */
-
-struct wire_pkt {
-	uint8_t data[1200];
-	uint32_t len;
-	union ibv_gid src, dst;
-	uint16_t sport;
-};
-
-#define WIRE_MAX 256
-static struct wire_pkt wire[WIRE_MAX];
-static unsigned int wire_n, wire_sent;
-static int drop_at = -1;		/* serial of the packet to lose */
-static uint64_t fake_now;
+/* ---- two engines on a wire ---- */
 
 struct node {
 	struct urxe_slot slot;
@@ -58,107 +45,27 @@ struct node {
 
 static struct node nodes[2];
 
-static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
-{
-	unsigned int i;
-
-	(void)priv;
-	for (i = 0; i < n; i++) {
-		struct wire_pkt *w = &wire[wire_n];
-
-		if ((int)wire_sent++ == drop_at)
-			continue;
-		ck_assert_uint_lt(wire_n, WIRE_MAX);
-		ck_assert_uint_le(pkts[i].len, sizeof(w->data));
-		ck_assert_uint_eq(urxe_test_gather(&pkts[i], w->data), pkts[i].len);
-		w->len = pkts[i].len;
-		w->src = pkts[i].sgid;
-		w->dst = pkts[i].dgid;
-		w->sport = pkts[i].sport;
-		wire_n++;
-	}
-	return (int)n;
-}
-
-static uint64_t wire_now(void *priv)
-{
-	(void)priv;
-	return fake_now;
-}
-
-static int wire_rx(void *priv, struct urxe_engine *eng, int budget)
-{
-	struct node *me = priv;
-	unsigned int i, kept = 0;
-	int n = 0;
-
-	(void)budget;
-	for (i = 0; i < wire_n; i++) {
-		struct wire_pkt w = wire[i];
-		struct urxe_rx_meta meta = {
-			.sgid = w.src, .dgid = w.dst, .sport = w.sport,
-			.dport = 4791,
-		};
-
-		if (memcmp(&w.dst, &me->gid, sizeof(w.dst))) {
-			wire[kept++] = w;
-			continue;
-		}
-		urxe_engine_input(eng, w.data, w.len, &meta);
-		n++;
-	}
-	wire_n = kept;
-	return n;
-}
-
-static const struct urxe_engine_ops wire_ops = {
-	.xmit = wire_xmit,
-	.now = wire_now,
-	.rx_poll = wire_rx,
-};
-
 /* A slot, its record, an engine counting into it, one RC QP. */
 static void node_init(struct node *nd)
 {
-	struct urxe_engine_conf conf = { .ops = &wire_ops, .priv = nd };
-
 	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &nd->slot), 0);
 	ck_assert_int_eq(urxe_stats_attach(sb.rundir, &nd->slot, "rxe7", "lo",
 					   &nd->rec), 0);
-	memset(&nd->gid, 0, sizeof(nd->gid));
-	nd->gid.raw[10] = nd->gid.raw[11] = 0xff;
-	nd->gid.raw[12] = 127;
-	nd->gid.raw[15] = (uint8_t)nd->slot.index;
-	conf.slot = nd->slot.index;
-	conf.gid0 = nd->gid;
-	conf.stats = nd->rec;
-	ck_assert_int_eq(urxe_engine_create(&conf, &nd->eng), 0);
-	nd->mem.addr = nd->buf;
-	nd->mem.iova = (uint64_t)(uintptr_t)nd->buf;
-	nd->mem.length = sizeof(nd->buf);
-	nd->mem.access = IBV_ACCESS_LOCAL_WRITE;
-	nd->mem.pd = 7;
-	ck_assert_int_gt(urxe_engine_mem_add(nd->eng, &nd->mem), 0);
-	ck_assert_int_eq(urxe_cq_ring_init(&nd->cq, 64), 0);
-	nd->qp.type = IBV_QPT_RC;
-	nd->qp.pd = 7;
-	nd->qp.scq = nd->qp.rcq = &nd->cq;
-	ck_assert_int_eq(urxe_wq_init(&nd->qp.sq, 16, 1, 0,
-				      sizeof(struct urxe_send_wqe)), 0);
-	ck_assert_int_eq(urxe_wq_init(&nd->qp.rq, 16, 1, 0,
-				      sizeof(struct urxe_recv_wqe)), 0);
-	ck_assert_int_eq(urxe_engine_qp_add(nd->eng, &nd->qp), 0);
+	wire_gid_v4(&nd->gid, 127, 0, 0, (uint8_t)nd->slot.index);
+	nd->eng = wire_engine(nd->slot.index, &nd->gid, nd->rec);
+	wire_mem_add(nd->eng, &nd->mem, nd->buf, sizeof(nd->buf), 7,
+		     IBV_ACCESS_LOCAL_WRITE);
+	wire_qp_add(nd->eng, &nd->qp, &nd->cq, IBV_QPT_RC, 7,
+		    &(struct wire_qp_shape){ .cqe = 64, .depth = 16,
+					     .max_sge = 1 });
 }
 
 static void node_fini(struct node *nd)
 {
 	if (!nd->eng)
 		return;
-	urxe_engine_qp_remove(nd->eng, &nd->qp);
+	wire_qp_del(nd->eng, &nd->qp, &nd->cq);
 	urxe_engine_mem_remove(nd->eng, &nd->mem);
-	urxe_wq_fini(&nd->qp.sq);
-	urxe_wq_fini(&nd->qp.rq);
-	urxe_cq_ring_fini(&nd->cq);
 	urxe_engine_destroy(nd->eng);
 	urxe_stats_detach(nd->rec);
 	urxe_slot_release(&nd->slot);
@@ -178,37 +85,19 @@ static void qp_connect(struct node *a, struct node *b)
 {
 	struct urxe_qp_attr at;
 
-	memset(&at, 0, sizeof(at));
-	at.state = IBV_QPS_RTS;
-	at.dest_qpn = b->qp.qpn;
+	wire_rc_attr(&at, b->qp.qpn, &a->gid, &b->gid);
 	at.sq_psn = 100;
 	at.rq_psn = 100;
-	at.path_mtu = 1024;
-	at.timeout = 14;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
 	at.min_rnr_timer = 1;
-	at.max_rd_atomic = 1;
-	at.max_dest_rd_atomic = 1;
-	at.dgid = b->gid;
-	at.sgid = a->gid;
-	ck_assert_int_eq(urxe_engine_qp_modify(&a->qp, &at,
-		IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN |
-		IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-		IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_QP_RD_ATOMIC |
-		IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_AV), 0);
+	ck_assert_int_eq(urxe_engine_qp_modify(&a->qp, &at, WIRE_RC_MASK |
+			 IBV_QP_MIN_RNR_TIMER), 0);
 }
 
 static void pump(void)
 {
-	int rounds = 0;
+	struct urxe_engine *eng[2] = { nodes[0].eng, nodes[1].eng };
 
-	do {
-		urxe_engine_progress(nodes[0].eng);
-		urxe_engine_progress(nodes[1].eng);
-		ck_assert_int_lt(++rounds, 1000);
-	} while (wire_n || urxe_engine_has_work(nodes[0].eng) ||
-		 urxe_engine_has_work(nodes[1].eng));
+	wire_pump(eng, 2, 1000);
 }
 
 /* One SEND of @len bytes from node 0 to node 1, waited for. */
@@ -265,15 +154,14 @@ static void setup(void)
 {
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	memset(nodes, 0, sizeof(nodes));
-	wire_n = wire_sent = 0;
-	drop_at = -1;
-	fake_now = 1000000000ull;
+	wire_setup(false);
 }
 
 static void teardown(void)
 {
 	node_fini(&nodes[0]);
 	node_fini(&nodes[1]);
+	wire_teardown();
 	tu_sandbox_fini(&sb);
 }
 

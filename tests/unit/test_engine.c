@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The transport engine driven deterministically: two engines in one
- * thread, a fake clock, and a "wire" that is a queue in this file (with
+ * thread, a fake clock, and a "wire" that is a queue (engine_wire.h, with
  * optional loss).  RC SEND, WRITE (+IMM), READ and atomics move real bytes
  * between registered buffers; a lost packet is recovered by a PSN-sequence
  * NAK or by the transport timer; an RNR NAK waits out its timer; remote
@@ -16,27 +16,12 @@
 
 #include <urxe/engine.h>
 
-#include "pkt_gather.h"
+#include "engine_wire.h"
+#include "testutil.h"
 
 #include "hdr.h"
 
-#define MAXPKT 4096
 #define NENG 2
-
-struct wire_pkt {
-	uint8_t data[4200];
-	uint32_t len;
-	union ibv_gid src, dst;
-	uint16_t sport;
-};
-
-static struct wire_pkt *wire;
-static unsigned int wire_n;
-static unsigned int wire_sent;	/* packets ever sent */
-static int drop_at = -1;	/* drop the packet with this serial */
-static unsigned int drop_every;	/* drop pseudo-randomly, 1 in this many */
-static uint64_t rng = 88172645463325252ull;
-static uint64_t fake_now;
 
 struct node {
 	struct urxe_engine *eng;
@@ -50,145 +35,37 @@ struct node {
 static struct node nodes[NENG];
 static enum ibv_qp_type node_type = IBV_QPT_RC;	/* of the QPs setup() makes */
 
-static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
-{
-	unsigned int i;
-
-	(void)priv;
-	for (i = 0; i < n; i++) {
-		struct wire_pkt *w;
-
-		if ((int)wire_sent++ == drop_at)
-			continue;
-		if (drop_every) {
-			rng ^= rng << 13;
-			rng ^= rng >> 7;
-			rng ^= rng << 17;
-			if (rng % drop_every == 0)
-				continue;
-		}
-		ck_assert_uint_lt(wire_n, MAXPKT);
-		ck_assert_uint_le(pkts[i].len, sizeof(w->data));
-		w = &wire[wire_n++];
-		/* Payload may be pieces of registered memory (zero copy). */
-		ck_assert_uint_eq(urxe_test_gather(&pkts[i], w->data), pkts[i].len);
-		w->len = pkts[i].len;
-		w->src = pkts[i].sgid;
-		w->dst = pkts[i].dgid;
-		w->sport = pkts[i].sport;
-	}
-	return (int)n;
-}
-
-static uint64_t wire_now(void *priv)
-{
-	(void)priv;
-	return fake_now;
-}
-
-/* Delivers every queued packet addressed to @eng's node. */
-static int wire_rx(void *priv, struct urxe_engine *eng, int budget)
-{
-	struct node *me = priv;
-	unsigned int i, kept = 0;
-	int n = 0;
-
-	(void)budget;
-	for (i = 0; i < wire_n; i++) {
-		struct wire_pkt w = wire[i];
-		struct urxe_rx_meta meta = {
-			.sgid = w.src, .dgid = w.dst, .sport = w.sport,
-			.dport = URXE_ROCE_UDP_PORT,
-		};
-
-		if (memcmp(&w.dst, &me->gid, sizeof(w.dst))) {
-			wire[kept++] = w;
-			continue;
-		}
-		urxe_engine_input(eng, w.data, w.len, &meta);
-		n++;
-	}
-	wire_n = kept;
-	return n;
-}
-
-static const struct urxe_engine_ops wire_ops = {
-	.xmit = wire_xmit,
-	.now = wire_now,
-	.rx_poll = wire_rx,
-};
-
-static void gid_v4(union ibv_gid *g, uint8_t last)
-{
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = 127;
-	g->raw[13] = 117;
-	g->raw[14] = 1;
-	g->raw[15] = last;
-}
-
 static void node_init(struct node *nd, unsigned int slot, size_t bufsz)
 {
-	struct urxe_engine_conf conf = { .slot = slot, .ops = &wire_ops, .priv = nd };
-
 	memset(nd, 0, sizeof(*nd));
-	gid_v4(&nd->gid, (uint8_t)(slot + 1));
-	conf.gid0 = nd->gid;
-	ck_assert_int_eq(urxe_engine_create(&conf, &nd->eng), 0);
+	wire_gid_v4(&nd->gid, 127, 117, 1, (uint8_t)(slot + 1));
+	nd->eng = wire_engine(slot, &nd->gid, NULL);
 	nd->buf = calloc(1, bufsz);
-	nd->mem.addr = nd->buf;
-	nd->mem.iova = (uint64_t)(uintptr_t)nd->buf;
-	nd->mem.length = bufsz;
-	nd->mem.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	nd->mem.pd = 7;
-	ck_assert_int_gt(urxe_engine_mem_add(nd->eng, &nd->mem), 0);
-	ck_assert_int_eq(urxe_cq_ring_init(&nd->cq, 256), 0);
-	nd->qp.type = node_type;
-	nd->qp.pd = 7;
-	nd->qp.scq = nd->qp.rcq = &nd->cq;
-	ck_assert_int_eq(urxe_wq_init(&nd->qp.sq, 64, 4, 64,
-				      sizeof(struct urxe_send_wqe)), 0);
-	ck_assert_int_eq(urxe_wq_init(&nd->qp.rq, 64, 4, 0,
-				      sizeof(struct urxe_recv_wqe)), 0);
-	ck_assert_int_eq(urxe_engine_qp_add(nd->eng, &nd->qp), 0);
+	wire_mem_add(nd->eng, &nd->mem, nd->buf, bufsz, 7, WIRE_ACCESS_ALL);
+	wire_qp_add(nd->eng, &nd->qp, &nd->cq, node_type, 7,
+		    &(struct wire_qp_shape){ .cqe = 256, .depth = 64,
+					     .max_sge = 4, .max_inline = 64 });
 }
 
 static void connect(struct node *a, struct node *b, unsigned int mtu)
 {
 	struct urxe_qp_attr at;
-	int mask = IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_SQ_PSN |
-		   IBV_QP_RQ_PSN | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MTU |
-		   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-		   IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_QP_RD_ATOMIC |
-		   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_AV;
 
-	memset(&at, 0, sizeof(at));
-	at.state = IBV_QPS_RTS;
-	at.dest_qpn = b->qp.qpn;
+	wire_rc_attr(&at, b->qp.qpn, &a->gid, &b->gid);
 	at.sq_psn = 0xfffff0;		/* wraps during the tests */
 	at.rq_psn = 0xfffff0;
 	at.access = a->mem.access;
 	at.path_mtu = mtu;
-	at.timeout = 14;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
 	at.min_rnr_timer = 1;
 	at.max_rd_atomic = 4;
 	at.max_dest_rd_atomic = 4;
-	at.dgid = b->gid;
-	at.sgid = a->gid;
-	ck_assert_int_eq(urxe_engine_qp_modify(&a->qp, &at, mask), 0);
+	ck_assert_int_eq(urxe_engine_qp_modify(&a->qp, &at, WIRE_RC_MASK |
+			 IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER), 0);
 }
 
 static void setup(void)
 {
-	wire = calloc(MAXPKT, sizeof(*wire));
-	wire_n = wire_sent = 0;
-	drop_at = -1;
-	drop_every = 0;
-	fake_now = 1000000000ull;
+	wire_setup(false);
 	node_init(&nodes[0], 1, 1 << 20);
 	node_init(&nodes[1], 2, 1 << 20);
 	connect(&nodes[0], &nodes[1], 1024);
@@ -202,28 +79,20 @@ static void teardown(void)
 	for (i = 0; i < NENG; i++) {
 		struct node *nd = &nodes[i];
 
-		urxe_engine_qp_remove(nd->eng, &nd->qp);
+		wire_qp_del(nd->eng, &nd->qp, &nd->cq);
 		urxe_engine_mem_remove(nd->eng, &nd->mem);
-		urxe_wq_fini(&nd->qp.sq);
-		urxe_wq_fini(&nd->qp.rq);
-		urxe_cq_ring_fini(&nd->cq);
 		urxe_engine_destroy(nd->eng);
 		free(nd->buf);
 	}
-	free(wire);
+	wire_teardown();
 }
 
 /* Runs both engines until the wire is quiet. */
 static void pump(void)
 {
-	int rounds = 0;
+	struct urxe_engine *eng[NENG] = { nodes[0].eng, nodes[1].eng };
 
-	do {
-		urxe_engine_progress(nodes[0].eng);
-		urxe_engine_progress(nodes[1].eng);
-		ck_assert_int_lt(++rounds, 10000);
-	} while (wire_n || urxe_engine_has_work(nodes[0].eng) ||
-		 urxe_engine_has_work(nodes[1].eng));
+	wire_pump(eng, NENG, 10000);
 }
 
 static void post_recv(struct node *nd, uint64_t id, uint64_t off, uint32_t len)
@@ -243,20 +112,7 @@ static void post_recv(struct node *nd, uint64_t id, uint64_t off, uint32_t len)
 static struct urxe_send_wqe *new_wqe(struct node *nd, enum ibv_wr_opcode op,
 				     uint64_t off, uint32_t len)
 {
-	uint32_t p = atomic_load(&nd->qp.sq.prod);
-	struct urxe_send_wqe *w = urxe_wq_slot(&nd->qp.sq, p);
-
-	memset(w, 0, sizeof(*w));
-	w->wr_id = p + 100;
-	w->opcode = op;
-	w->send_flags = IBV_SEND_SIGNALED;
-	w->length = len;
-	w->num_sge = 1;
-	w->sge[0].addr = nd->mem.iova + off;
-	w->sge[0].length = len;
-	w->sge[0].lkey = nd->mem.lkey;
-	w->state = URXE_WQE_POSTED;
-	return w;
+	return wire_send_wqe(&nd->qp, &nd->mem, op, off, len);
 }
 
 static void post(struct node *nd)
@@ -271,14 +127,6 @@ static struct ibv_wc poll_one(struct node *nd)
 
 	ck_assert_int_eq(urxe_cq_pop(&nd->cq, 1, &wc), 1);
 	return wc;
-}
-
-static void fill(uint8_t *p, size_t n, uint8_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = (uint8_t)(i * 7 + seed);
 }
 
 /*
@@ -306,24 +154,10 @@ static void bqp_connect(struct node *a, struct urxe_eqp *qa, struct node *b,
 {
 	struct urxe_qp_attr at;
 
-	memset(&at, 0, sizeof(at));
-	at.state = IBV_QPS_RTS;
-	at.dest_qpn = qb->qpn;
+	wire_rc_attr(&at, qb->qpn, &a->gid, &b->gid);
 	at.access = IBV_ACCESS_REMOTE_WRITE;
-	at.path_mtu = 1024;
-	at.timeout = 14;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
-	at.max_rd_atomic = 1;
-	at.max_dest_rd_atomic = 1;
-	at.dgid = b->gid;
-	at.sgid = a->gid;
-	ck_assert_int_eq(urxe_engine_qp_modify(qa, &at, IBV_QP_STATE |
-			 IBV_QP_DEST_QPN | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN |
-			 IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT |
-			 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
-			 IBV_QP_AV), 0);
+	ck_assert_int_eq(urxe_engine_qp_modify(qa, &at, WIRE_RC_MASK |
+			 IBV_QP_ACCESS_FLAGS), 0);
 }
 
 START_TEST(rc_budget_shared)
@@ -340,7 +174,7 @@ START_TEST(rc_budget_shared)
 		bqp_connect(&nodes[1], &bqp[1][q], &nodes[0], &bqp[0][q]);
 	}
 	urxe_engine_set_budget(nodes[0].eng, 16);
-	fill(nodes[0].buf, BQPS * len, 5);
+	wire_fill(nodes[0].buf, BQPS * len, 5);
 	for (q = 0; q < BQPS; q++) {
 		struct urxe_eqp *qp = &bqp[0][q];
 		uint32_t p = atomic_load(&qp->sq.prod);
@@ -395,7 +229,7 @@ START_TEST(rc_send_sizes)
 	uint32_t len = sizes[_i];
 	struct ibv_wc wc;
 
-	fill(nodes[0].buf, len, 3);
+	wire_fill(nodes[0].buf, len, 3);
 	post_recv(&nodes[1], 1, 4096, 300000);
 	new_wqe(&nodes[0], IBV_WR_SEND, 0, len);
 	post(&nodes[0]);
@@ -419,7 +253,7 @@ START_TEST(rc_write_imm_read_atomics)
 	uint64_t *tgt = (uint64_t *)(void *)(nodes[1].buf + 8192), v;
 
 	/* WRITE with immediate: data lands, a receive completes with imm. */
-	fill(nodes[0].buf, 5000, 9);
+	wire_fill(nodes[0].buf, 5000, 9);
 	post_recv(&nodes[1], 5, 0, 16);
 	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 5000);
 	w->remote_addr = nodes[1].mem.iova + 100000;
@@ -436,7 +270,7 @@ START_TEST(rc_write_imm_read_atomics)
 	ck_assert(!memcmp(nodes[1].buf + 100000, nodes[0].buf, 5000));
 
 	/* READ back 70000 bytes (asked for in window-sized pieces). */
-	fill(nodes[1].buf + 200000, 70000, 1);
+	wire_fill(nodes[1].buf + 200000, 70000, 1);
 	w = new_wqe(&nodes[0], IBV_WR_RDMA_READ, 300000, 70000);
 	w->remote_addr = nodes[1].mem.iova + 200000;
 	w->rkey = nodes[1].mem.rkey;
@@ -478,7 +312,7 @@ START_TEST(rc_loss_psn_nak)
 {
 	struct ibv_wc wc;
 
-	fill(nodes[0].buf, 10000, 5);
+	wire_fill(nodes[0].buf, 10000, 5);
 	post_recv(&nodes[1], 1, 20000, 10000);
 	drop_at = 3;
 	new_wqe(&nodes[0], IBV_WR_SEND, 0, 10000);
@@ -497,7 +331,7 @@ START_TEST(rc_loss_timeout)
 {
 	struct ibv_wc wc;
 
-	fill(nodes[0].buf, 3000, 8);
+	wire_fill(nodes[0].buf, 3000, 8);
 	post_recv(&nodes[1], 1, 20000, 4000);
 	drop_at = 2;		/* the third and last packet */
 	new_wqe(&nodes[0], IBV_WR_SEND, 0, 3000);
@@ -538,7 +372,7 @@ START_TEST(rc_write_imm_rnr)
 	struct urxe_send_wqe *w;
 	struct ibv_wc wc;
 
-	fill(nodes[0].buf, 5000, 4);
+	wire_fill(nodes[0].buf, 5000, 4);
 	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 5000);
 	w->remote_addr = nodes[1].mem.iova + 100000;
 	w->rkey = nodes[1].mem.rkey;
@@ -604,8 +438,8 @@ START_TEST(rc_bind_across_rewind)
 	ck_assert_int_gt(urxe_engine_mem_add(nodes[1].eng, &reg), 0);
 	ck_assert_int_gt(urxe_engine_mem_add(nodes[1].eng, &win), 0);
 	rkey = (win.rkey & ~0xffu) | ((win.rkey + 1) & 0xff);
-	fill(nodes[1].buf, 10000, 3);
-	fill(nodes[0].buf + 100, 64, 9);
+	wire_fill(nodes[1].buf, 10000, 3);
+	wire_fill(nodes[0].buf + 100, 64, 9);
 	post_recv(&nodes[0], 1, 20000, 10000);
 	drop_at = 3;			/* the SEND's fourth packet */
 	new_wqe(&nodes[1], IBV_WR_SEND, 0, 10000);
@@ -712,7 +546,7 @@ START_TEST(rc_many_messages)
 	for (i = 0; i < 40; i++)
 		post_recv(&nodes[1], (uint64_t)i, (uint64_t)i * 2048, 2048);
 	for (i = 0; i < 40; i++) {
-		fill(nodes[0].buf + i * 2048, 2048, (uint8_t)i);
+		wire_fill(nodes[0].buf + i * 2048, 2048, (uint8_t)i);
 		new_wqe(&nodes[0], IBV_WR_SEND, (uint64_t)i * 2048, 2048);
 		atomic_store(&nodes[0].qp.sq.prod, atomic_load(&nodes[0].qp.sq.prod) + 1);
 	}
@@ -741,7 +575,7 @@ START_TEST(rc_random_loss)
 
 	drop_every = 20;
 	for (i = 0; i < MSGS; i++) {
-		fill(nodes[0].buf + (size_t)i * LEN, LEN, (uint8_t)i);
+		wire_fill(nodes[0].buf + (size_t)i * LEN, LEN, (uint8_t)i);
 		post_recv(&nodes[1], (uint64_t)i, 480000 + (uint64_t)i * LEN, LEN);
 		new_wqe(&nodes[0], IBV_WR_SEND, (uint64_t)i * LEN, LEN);
 		atomic_store(&nodes[0].qp.sq.prod, atomic_load(&nodes[0].qp.sq.prod) + 1);
@@ -914,7 +748,7 @@ START_TEST(srq_send_loss_and_limit)
 {
 	struct ibv_wc wc;
 
-	fill(nodes[0].buf, 6000, 2);
+	wire_fill(nodes[0].buf, 6000, 2);
 	srq_post(1, 100000, 4000);
 	srq_post(2, 110000, 4000);
 	srq_post(3, 120000, 4000);
@@ -949,7 +783,7 @@ START_TEST(srq_write_imm_rnr)
 	struct urxe_send_wqe *w;
 	struct ibv_wc wc;
 
-	fill(nodes[0].buf, 5000, 6);
+	wire_fill(nodes[0].buf, 5000, 6);
 	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 5000);
 	w->remote_addr = nodes[1].mem.iova + 100000;
 	w->rkey = nodes[1].mem.rkey;
@@ -1055,7 +889,7 @@ START_TEST(uc_send_write_imm)
 	struct ibv_wc wc;
 	int i;
 
-	fill(nodes[0].buf, 5000, 4);
+	wire_fill(nodes[0].buf, 5000, 4);
 	post_recv(&nodes[1], 1, 0, 8000);
 	post_recv(&nodes[1], 2, 0, 16);
 	new_wqe(&nodes[0], IBV_WR_SEND, 0, 5000);
@@ -1100,7 +934,7 @@ START_TEST(uc_loss_drops_one_message)
 	int i;
 
 	for (i = 0; i < 3; i++) {
-		fill(nodes[0].buf + i * 4096, 3000, (uint8_t)(10 + i));
+		wire_fill(nodes[0].buf + i * 4096, 3000, (uint8_t)(10 + i));
 		post_recv(&nodes[1], 1 + (uint64_t)i, 20000 + (uint64_t)i * 4096,
 			  4096);
 	}
@@ -1140,7 +974,7 @@ START_TEST(uc_write_imm_loss)
 	int i;
 
 	post_recv(&nodes[1], 1, 0, 16);
-	fill(nodes[0].buf, 3000, 21);
+	wire_fill(nodes[0].buf, 3000, 21);
 	drop_at = 1;
 	for (i = 0; i < 2; i++) {
 		w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000);
@@ -1205,11 +1039,5 @@ static Suite *engine_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(engine_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(engine_suite());
 }

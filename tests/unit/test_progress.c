@@ -22,6 +22,9 @@
 
 #include <urxe/engine.h>
 
+#include "engine_wire.h"	/* a node's pieces; no wire: a pipe */
+#include "testutil.h"
+
 #define STALL_MS 200
 
 static int pipefd[2];
@@ -90,16 +93,6 @@ static struct urxe_cq_ring cq;
 static struct urxe_mem mem;
 static uint8_t buf[4096];
 
-static void gid_v4(union ibv_gid *g, uint8_t last)
-{
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = 198;
-	g->raw[13] = 18;
-	g->raw[14] = 0;
-	g->raw[15] = last;
-}
-
 static void setup(void)
 {
 	struct urxe_engine_conf conf = { .slot = 1, .ops = &ops };
@@ -110,30 +103,18 @@ static void setup(void)
 	atomic_store(&rx_by_main, 0);
 	atomic_store(&rx_by_other, 0);
 	ck_assert_int_eq(pipe2(pipefd, O_NONBLOCK | O_CLOEXEC), 0);
-	gid_v4(&conf.gid0, 1);
+	wire_gid_v4(&conf.gid0, 198, 18, 0, 1);
 	ck_assert_int_eq(urxe_engine_create(&conf, &eng), 0);
-	memset(&mem, 0, sizeof(mem));
-	mem.addr = buf;
-	mem.iova = (uint64_t)(uintptr_t)buf;
-	mem.length = sizeof(buf);
-	mem.access = IBV_ACCESS_LOCAL_WRITE;
-	mem.pd = 7;
-	ck_assert_int_gt(urxe_engine_mem_add(eng, &mem), 0);
-	ck_assert_int_eq(urxe_cq_ring_init(&cq, 64), 0);
-	memset(&qp, 0, sizeof(qp));
-	qp.type = IBV_QPT_UC;		/* no ACKs, no timers: only this */
-	qp.pd = 7;
-	qp.scq = qp.rcq = &cq;
-	ck_assert_int_eq(urxe_wq_init(&qp.sq, 16, 1, 0,
-				      sizeof(struct urxe_send_wqe)), 0);
-	ck_assert_int_eq(urxe_wq_init(&qp.rq, 16, 1, 0,
-				      sizeof(struct urxe_recv_wqe)), 0);
-	ck_assert_int_eq(urxe_engine_qp_add(eng, &qp), 0);
+	wire_mem_add(eng, &mem, buf, sizeof(buf), 7, IBV_ACCESS_LOCAL_WRITE);
+	/* UC: no ACKs, no timers, nothing sent but the SENDs posted */
+	wire_qp_add(eng, &qp, &cq, IBV_QPT_UC, 7,
+		    &(struct wire_qp_shape){ .cqe = 64, .depth = 16,
+					     .max_sge = 1 });
 	memset(&at, 0, sizeof(at));
 	at.state = IBV_QPS_RTS;
 	at.dest_qpn = 2 << URXE_QPN_INDEX_BITS | 5;
 	at.path_mtu = IBV_MTU_1024;
-	gid_v4(&at.dgid, 2);
+	wire_gid_v4(&at.dgid, 198, 18, 0, 2);
 	at.sgid = conf.gid0;
 	ck_assert_int_eq(urxe_engine_qp_modify(&qp, &at, IBV_QP_STATE |
 			 IBV_QP_DEST_QPN | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN |
@@ -144,11 +125,8 @@ static void setup(void)
 static void teardown(void)
 {
 	urxe_engine_thread_stop(eng);
-	urxe_engine_qp_remove(eng, &qp);
+	wire_qp_del(eng, &qp, &cq);
 	urxe_engine_mem_remove(eng, &mem);
-	urxe_wq_fini(&qp.sq);
-	urxe_wq_fini(&qp.rq);
-	urxe_cq_ring_fini(&cq);
 	urxe_engine_destroy(eng);
 	close(pipefd[0]);
 	close(pipefd[1]);
@@ -247,11 +225,5 @@ static Suite *progress_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(progress_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(progress_suite());
 }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * XRC (IBA annex A14) in the transport engine, driven deterministically:
- * two engines in one thread, a fake clock and a "wire" that is a queue in
- * this file (with loss, and a hook that rewrites a packet).  An INI QP on
- * one engine sends to a TGT QP on the other; each request's XRCETH names
- * one of the target's XRC SRQs, whose WQEs, PD and CQ serve it.  SEND,
- * WRITE (+IMM), READ and atomics move real bytes; an SRQ of another
+ * two engines in one thread, a fake clock and a "wire" that is a queue
+ * (engine_wire.h, with loss, and a hook that rewrites a packet).  An INI
+ * QP on one engine sends to a TGT QP on the other; each request's XRCETH
+ * names one of the target's XRC SRQs, whose WQEs, PD and CQ serve it.
+ * SEND, WRITE (+IMM), READ and atomics move real bytes; an SRQ of another
  * domain or no SRQ at all is a remote access error, an empty SRQ an RNR
  * NAK, a lost packet a resend; the bytes on the wire carry XRC opcodes,
  * XRCETH in requests only, and pass the project's frame validator.
@@ -22,40 +22,18 @@
 
 #include <urxe/engine.h>
 
-#include "pkt_gather.h"
+#include "engine_wire.h"
 #include "testutil.h"
 
 #include "hdr.h"
 #include "icrc.h"
 #include "opcode.h"
 
-#define MAXPKT 4096
-#define MAXLOG 4096
 #define MTU 1024
 #define BUFSZ (1u << 20)
 #define XRCD_A 0x1111
 #define XRCD_B 0x2222
 #define NSRQ 3			/* 0, 1: domain A; 2: domain B */
-
-struct wire_pkt {
-	uint8_t data[4200];
-	uint32_t len;
-	union ibv_gid src, dst;
-	uint16_t sport;
-};
-
-static struct wire_pkt *wire;
-static unsigned int wire_n;
-static unsigned int wire_sent;	/* packets ever sent */
-static int drop_at = -1;	/* drop the packet with this serial */
-static unsigned int drop_every;	/* drop pseudo-randomly, 1 in this many */
-static uint64_t rng = 88172645463325252ull;
-static uint64_t fake_now;
-/* Every packet sent (lost ones too), for the checks of the bytes. */
-static struct wire_pkt *sent_log;
-static unsigned int nlog;
-/* Rewrites the packet of serial @n before it goes on the wire. */
-static void (*mangle)(struct wire_pkt *w, unsigned int n);
 
 struct node {
 	struct urxe_engine *eng;
@@ -81,112 +59,14 @@ static struct xsrq srqs[NSRQ];
 static enum ibv_event_type events[8];
 static unsigned int nevents;
 
-static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
-{
-	unsigned int i;
-
-	(void)priv;
-	for (i = 0; i < n; i++) {
-		unsigned int serial = wire_sent++;
-		struct wire_pkt *w;
-		bool lost = (int)serial == drop_at;
-
-		if (drop_every) {
-			rng ^= rng << 13;
-			rng ^= rng >> 7;
-			rng ^= rng << 17;
-			lost |= rng % drop_every == 0;
-		}
-		ck_assert_uint_lt(nlog, MAXLOG);
-		w = &sent_log[nlog++];
-		ck_assert_uint_le(pkts[i].len, sizeof(w->data));
-		ck_assert_uint_eq(urxe_test_gather(&pkts[i], w->data), pkts[i].len);
-		w->len = pkts[i].len;
-		w->src = pkts[i].sgid;
-		w->dst = pkts[i].dgid;
-		w->sport = pkts[i].sport;
-		if (mangle)
-			mangle(w, serial);
-		if (lost)
-			continue;
-		ck_assert_uint_lt(wire_n, MAXPKT);
-		wire[wire_n++] = *w;
-	}
-	return (int)n;
-}
-
-static uint64_t wire_now(void *priv)
-{
-	(void)priv;
-	return fake_now;
-}
-
-/* Delivers every queued packet addressed to @priv's node. */
-static int wire_rx(void *priv, struct urxe_engine *eng, int budget)
-{
-	struct node *me = priv;
-	unsigned int i, kept = 0;
-	int n = 0;
-
-	(void)budget;
-	for (i = 0; i < wire_n; i++) {
-		struct wire_pkt w = wire[i];
-		struct urxe_rx_meta meta = {
-			.sgid = w.src, .dgid = w.dst, .sport = w.sport,
-			.dport = URXE_ROCE_UDP_PORT,
-		};
-
-		if (memcmp(&w.dst, &me->gid, sizeof(w.dst))) {
-			wire[kept++] = w;
-			continue;
-		}
-		urxe_engine_input(eng, w.data, w.len, &meta);
-		n++;
-	}
-	wire_n = kept;
-	return n;
-}
-
-static const struct urxe_engine_ops wire_ops = {
-	.xmit = wire_xmit,
-	.now = wire_now,
-	.rx_poll = wire_rx,
-};
-
-static void gid_v4(union ibv_gid *g, uint8_t last)
-{
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = 198;
-	g->raw[13] = 18;
-	g->raw[14] = 0;
-	g->raw[15] = last;
-}
-
-static void mem_init(struct urxe_engine *eng, struct urxe_mem *m, uint8_t *buf,
-		     size_t len, uint32_t pd)
-{
-	memset(m, 0, sizeof(*m));
-	m->addr = buf;
-	m->iova = (uint64_t)(uintptr_t)buf;
-	m->length = len;
-	m->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	m->pd = pd;
-	ck_assert_int_gt(urxe_engine_mem_add(eng, m), 0);
-}
-
 static void node_init(struct node *nd, unsigned int slot, uint32_t pd)
 {
-	struct urxe_engine_conf conf = { .slot = slot, .ops = &wire_ops, .priv = nd };
-
 	memset(nd, 0, sizeof(*nd));
-	gid_v4(&nd->gid, (uint8_t)(slot + 1));
-	conf.gid0 = nd->gid;
-	ck_assert_int_eq(urxe_engine_create(&conf, &nd->eng), 0);
+	wire_gid_v4(&nd->gid, 198, 18, 0, (uint8_t)(slot + 1));
+	nd->eng = wire_engine(slot, &nd->gid, NULL);
 	nd->buf = calloc(1, BUFSZ);
 	ck_assert_ptr_nonnull(nd->buf);
-	mem_init(nd->eng, &nd->mem, nd->buf, BUFSZ, pd);
+	wire_mem_add(nd->eng, &nd->mem, nd->buf, BUFSZ, pd, WIRE_ACCESS_ALL);
 }
 
 static void on_event(struct urxe_eqp *qp, enum ibv_event_type ev)
@@ -260,19 +140,13 @@ static void setup(void)
 {
 	unsigned int i;
 
-	wire = calloc(MAXPKT, sizeof(*wire));
-	sent_log = calloc(MAXLOG, sizeof(*sent_log));
-	ck_assert(wire && sent_log);
-	wire_n = wire_sent = nlog = nevents = 0;
-	drop_at = -1;
-	drop_every = 0;
-	mangle = NULL;
-	fake_now = 1000000000ull;
+	wire_setup(true);
+	nevents = 0;
 	node_init(&ini, 1, 5);
 	node_init(&tgt, 2, 7);
 	other_buf = calloc(1, 65536);
 	ck_assert_ptr_nonnull(other_buf);
-	mem_init(tgt.eng, &other_mem, other_buf, 65536, 9);
+	wire_mem_add(tgt.eng, &other_mem, other_buf, 65536, 9, WIRE_ACCESS_ALL);
 
 	/* INI: a send queue and a CQ, no receive queue. */
 	ck_assert_int_eq(urxe_cq_ring_init(&ini_cq, 256), 0);
@@ -316,21 +190,15 @@ static void teardown(void)
 	free(ini.buf);
 	free(tgt.buf);
 	free(other_buf);
-	free(wire);
-	free(sent_log);
+	wire_teardown();
 }
 
 /* Runs both engines until the wire is quiet. */
 static void pump(void)
 {
-	int rounds = 0;
+	struct urxe_engine *eng[2] = { ini.eng, tgt.eng };
 
-	do {
-		urxe_engine_progress(ini.eng);
-		urxe_engine_progress(tgt.eng);
-		ck_assert_int_lt(++rounds, 10000);
-	} while (wire_n || urxe_engine_has_work(ini.eng) ||
-		 urxe_engine_has_work(tgt.eng));
+	wire_pump(eng, 2, 10000);
 }
 
 /* A receive on SRQ @k: @len bytes at @off of the target's buffer. */
@@ -362,20 +230,10 @@ static uint32_t srq_posted(unsigned int k)
 static struct urxe_send_wqe *new_wqe(enum ibv_wr_opcode op, uint64_t off,
 				     uint32_t len, uint32_t srqn)
 {
-	uint32_t p = atomic_load(&ini.qp.sq.prod);
-	struct urxe_send_wqe *w = urxe_wq_slot(&ini.qp.sq, p);
+	struct urxe_send_wqe *w;
 
-	memset(w, 0, sizeof(*w));
-	w->wr_id = p + 100;
-	w->opcode = op;
-	w->send_flags = IBV_SEND_SIGNALED;
-	w->length = len;
-	w->num_sge = 1;
-	w->sge[0].addr = ini.mem.iova + off;
-	w->sge[0].length = len;
-	w->sge[0].lkey = ini.mem.lkey;
+	w = wire_send_wqe(&ini.qp, &ini.mem, op, off, len);
 	w->remote_qpn = srqn;
-	w->state = URXE_WQE_POSTED;
 	return w;
 }
 
@@ -391,14 +249,6 @@ static struct ibv_wc poll_one(struct urxe_cq_ring *cq)
 
 	ck_assert_int_eq(urxe_cq_pop(cq, 1, &wc), 1);
 	return wc;
-}
-
-static void fill(uint8_t *p, size_t n, uint8_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = (uint8_t)(i * 7 + seed);
 }
 
 static void assert_recv(unsigned int k, uint64_t id, uint32_t len,
@@ -432,7 +282,7 @@ START_TEST(xrc_send_sizes)
 	uint32_t len = sizes[_i];
 	struct ibv_wc wc;
 
-	fill(ini.buf, len, 3);
+	wire_fill(ini.buf, len, 3);
 	srq_post(1, 11, 4096, 100000);
 	new_wqe(IBV_WR_SEND, 0, len, srqs[1].s.srqn);
 	post();
@@ -457,7 +307,7 @@ START_TEST(xrc_write_imm)
 	struct urxe_send_wqe *w;
 	struct ibv_wc wc;
 
-	fill(ini.buf, 5000, 9);
+	wire_fill(ini.buf, 5000, 9);
 	w = new_wqe(IBV_WR_RDMA_WRITE, 0, 3000, srqs[0].s.srqn);
 	w->remote_addr = tgt.mem.iova + 200000;
 	w->rkey = tgt.mem.rkey;
@@ -518,7 +368,7 @@ START_TEST(xrc_read)
 	struct urxe_send_wqe *w;
 	struct ibv_wc wc;
 
-	fill(tgt.buf + 200000, 70000, 1);
+	wire_fill(tgt.buf + 200000, 70000, 1);
 	w = new_wqe(IBV_WR_RDMA_READ, 300000, 70000, srqs[1].s.srqn);
 	w->remote_addr = tgt.mem.iova + 200000;
 	w->rkey = tgt.mem.rkey;
@@ -582,7 +432,7 @@ START_TEST(xrc_two_srqs_alternate)
 	unsigned int i;
 
 	for (i = 0; i < MSGS; i++) {
-		fill(ini.buf + i * 4096, LEN, (uint8_t)(i + 1));
+		wire_fill(ini.buf + i * 4096, LEN, (uint8_t)(i + 1));
 		srq_post(i % 2, 1000 + i, 100000 + i * 4096, 4096);
 		new_wqe(IBV_WR_SEND, i * 4096, LEN - i, srqs[i % 2].s.srqn);
 		post();
@@ -633,7 +483,7 @@ START_TEST(xrc_rnr)
 	uint64_t cnt[URXE_CNT__COUNT];
 	struct urxe_send_wqe *w;
 
-	fill(ini.buf, 5000, 4);
+	wire_fill(ini.buf, 5000, 4);
 	new_wqe(IBV_WR_SEND, 0, 2000, srqs[1].s.srqn);
 	post();
 	pump();
@@ -669,7 +519,7 @@ END_TEST
 /* A lost middle packet (PSN-sequence NAK) and a lost last one (timer). */
 START_TEST(xrc_loss)
 {
-	fill(ini.buf, 6000, 5);
+	wire_fill(ini.buf, 6000, 5);
 	srq_post(0, 1, 20000, 4000);
 	srq_post(1, 2, 30000, 4000);
 	drop_at = 1;
@@ -703,7 +553,7 @@ START_TEST(xrc_read_loss)
 	struct urxe_send_wqe *w;
 	uint64_t cnt[URXE_CNT__COUNT];
 
-	fill(tgt.buf + 200000, 5000, 2);
+	wire_fill(tgt.buf + 200000, 5000, 2);
 	w = new_wqe(IBV_WR_RDMA_READ, 300000, 5000, srqs[0].s.srqn);
 	w->remote_addr = tgt.mem.iova + 200000;
 	w->rkey = tgt.mem.rkey;
@@ -729,11 +579,11 @@ START_TEST(xrc_random_loss)
 	int idle = 0;
 
 	drop_every = 15;
-	fill(tgt.buf + 600000, 3 * LEN, 77);
+	wire_fill(tgt.buf + 600000, 3 * LEN, 77);
 	for (i = 0; i < MSGS; i++) {
 		struct urxe_send_wqe *w;
 
-		fill(ini.buf + (size_t)i * LEN, LEN, (uint8_t)i);
+		wire_fill(ini.buf + (size_t)i * LEN, LEN, (uint8_t)i);
 		if (i % 4 == 3) {
 			/* into the INI's buffer past the messages */
 			w = new_wqe(IBV_WR_RDMA_READ, 700000 + (i % 3) * LEN, LEN,
@@ -928,7 +778,7 @@ START_TEST(xrc_bigger_srq_later)
 	struct urxe_recv_wqe *r;
 	uint32_t i, p;
 
-	fill(ini.buf, 3100, 6);
+	wire_fill(ini.buf, 3100, 6);
 	srq_post(0, 1, 0, 100);
 	new_wqe(IBV_WR_SEND, 0, 100, srqs[0].s.srqn);
 	post();
@@ -965,7 +815,7 @@ static void one_of_each(void)
 	struct urxe_send_wqe *w;
 	unsigned int i;
 
-	fill(ini.buf, 3000, 1);
+	wire_fill(ini.buf, 3000, 1);
 	srq_post(0, 1, 0, 4000);
 	new_wqe(IBV_WR_SEND, 0, 2500, srqs[0].s.srqn);
 	post();
