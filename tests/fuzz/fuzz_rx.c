@@ -3,26 +3,34 @@
  * Fuzzer for the engine's receive path with live QPs behind it.
  *
  * One engine, driven in this thread with a fake clock, holds an RC pair
- * (rc0 <-> rc1), a UC pair (uc0 <-> uc1) and a UD QP that sends to itself,
- * all in RTS, with registered memory open to remote access, receives
+ * (rc0 <-> rc1), a UC pair (uc0 <-> uc1), a UD QP that sends to itself and
+ * an XRC pair (ini -> tgt, whose requests name XRC SRQs xs0 and xs1 of
+ * its domain, or xsb of another), all in RTS (tgt: RTR or RTS), with
+ * registered memory open to remote access, receives
  * posted and sends in flight: SEND, WRITE, READ, atomics.  What the
  * engine transmits is captured in a ring (the "wire"); it reaches the
  * engine again only when the input says so.  An input is a list of
  * records, each a 4-byte header and (for frames) the frame's bytes:
  *
  *   flag  bits 0-2: 0-4 a frame for rc0 rc1 uc0 uc1 ud (its BTH DestQP is
- *                   patched to that QP), 5 a frame with DestQP as it is,
+ *                   patched to that QP), 5 a frame with DestQP as it is
+ *                   (with bit 4: for the XRC pair, see there),
  *                   6 a wire operation, 7 a clock jump (no bytes follow);
  *         bit 3: raw: no fix-up at all, the last 4 bytes are the ICRC;
  *                with a clock jump: receives stop (or resume) being
  *                replenished, so senders meet RNR;
- *         bit 4: the opcode's transport is made the target QP's;
+ *         bit 4: the opcode's transport is made the target QP's; with
+ *                target 5: made XRC, and the frame goes to tgt if the
+ *                opcode is a request, to ini if it is an answer;
+ *                with a clock jump: XRC SRQ xs1 is removed from the
+ *                engine (or added back, under a new number);
  *         bits 5-7: the frame is delivered 1 + this many times.
  *   mode  bits 0-1: PSN: 0 as is, 1 the one the QP expects next
  *                   (responder: ePSN; completer: the oldest unacked),
  *                   2 that + (int8_t) the PSN's low byte, 3 that - 1;
  *         bit 2: RETH/AtomicETH R_Key and VA made to name one of the
- *                MRs (which one, and the offset, from the fuzzed values);
+ *                MRs (which one, and the offset, from the fuzzed values;
+ *                MR4 is of xs1's PD, the others but MR2 of xs0's);
  *         bit 3: IPv6 GIDs in the receive metadata (else IPv4-mapped);
  *         bit 4: the metadata carries the IP header (packet backend);
  *         bits 5-7: clock advance before the frame, 1 us .. 1 s.
@@ -33,13 +41,21 @@
  *         frames per input come back from the wire); for a clock jump:
  *         len x 50 us.
  *
- * Unless raw, the harness writes the ICRC the engine's own icrc functions
+ * Unless raw, a frame with an XRCETH has it name an XRC SRQ by the low 2
+ * bits of its reserved byte (which are then cleared): 0 the number as it
+ * is, 1 xs0, 2 xs1, 3 xsb (another domain).  Unless raw, the harness
+ * writes the ICRC the engine's own icrc functions
  * compute, so frames get past the ICRC check to header parsing, the PSN
  * checks and the responder / completer.  After every frame the send
  * queues' indices must be in order (retired <= next <= posted).  After
  * each record the engine runs, completions are taken and checked (each
  * work request completes once, in order, on its own QP's CQ, which never
- * overflows; a receive never reports more bytes than it had room for),
+ * overflows; a receive never reports more bytes than it had room for; an
+ * SRQ's receives complete once each, in any order, an XRC SRQ's on its own
+ * CQ with tgt's QP number; every SRQ WQE posted and not completed is in
+ * the ring or held by one QP; tgt points at an XRC SRQ of its domain, with
+ * its PD and CQ, exactly while a message is under way; xsb is never
+ * consumed from),
  * QPs that ended in ERR are reset and connected again (the pair
  * together), receives are replenished and sends topped up.  At the end of
  * the input the wire is drained once so the real traffic plays the
@@ -153,7 +169,8 @@ static void wire_op(uint16_t arg)
 
 static uint8_t transport_of(unsigned int target)
 {
-	return target == UD ? URXE_TR_UD :
+	return target == INI || target == TGT ? URXE_TR_XRC :
+	       target == UD ? URXE_TR_UD :
 	       target >= UC0 ? URXE_TR_UC : URXE_TR_RC;
 }
 
@@ -206,6 +223,23 @@ static void fix_keys(uint8_t *f, uint32_t len)
 		fix_key(f + oi->off[URXE_HDR_ATMETH], true);
 }
 
+/* XRCETH's SRQ number chosen by the low bits of its reserved byte. */
+static void fix_xrceth(uint8_t *f, uint32_t len)
+{
+	const struct urxe_opinfo *oi = urxe_opinfo(f[0]);
+	unsigned int sel;
+	uint8_t *x;
+
+	if (!(oi->hdrs & URXE_HDR_BIT(URXE_HDR_XRCETH)) ||
+	    (uint32_t)oi->off[URXE_HDR_XRCETH] + URXE_XRCETH_LEN > len)
+		return;
+	x = f + oi->off[URXE_HDR_XRCETH];
+	sel = x[0] & 3;
+	x[0] &= (uint8_t)~3;
+	if (sel)
+		urxe_put24(x + 1, fz.xs[sel - 1].s.srqn);
+}
+
 static void fix_up(uint8_t *f, uint32_t len, uint8_t flag, uint8_t mode,
 		   const struct urxe_rx_meta *meta)
 {
@@ -213,6 +247,11 @@ static void fix_up(uint8_t *f, uint32_t len, uint8_t flag, uint8_t mode,
 
 	if (len < URXE_BTH_LEN + URXE_ICRC_LEN)
 		return;
+	if (target == 5 && (flag & 0x10)) {
+		/* The XRC pair: requests to tgt, answers to ini. */
+		f[0] = (uint8_t)((f[0] & 0x1f) | URXE_TR_XRC);
+		target = urxe_opinfo(f[0])->flags & URXE_F_RESP ? INI : TGT;
+	}
 	if (target < NQP) {
 		const struct urxe_eqp *qp = &fz.q[target].qp;
 
@@ -222,6 +261,7 @@ static void fix_up(uint8_t *f, uint32_t len, uint8_t flag, uint8_t mode,
 		if (mode & 3)
 			fix_psn(f, qp, mode & 3);
 	}
+	fix_xrceth(f, len);
 	if (mode & 4)
 		fix_keys(f, len);
 	urxe_icrc_store(f + len - URXE_ICRC_LEN,
@@ -312,6 +352,8 @@ void fz_run_input(const uint8_t *data, size_t size)
 			fz.now += (uint64_t)len * 50000;
 			if (flag & 8)
 				fz.rq_starved = !fz.rq_starved;
+			if (flag & 0x10)
+				fz_xsrq_toggle();
 		} else {
 			if (len > size)
 				len = (uint16_t)size;

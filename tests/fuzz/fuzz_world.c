@@ -7,6 +7,16 @@
  * QPs that end in ERR are reset and connected again.  RC1 and UC1 take
  * their receives from one SRQ: its receives complete once each, in any
  * order, on either QP's CQ.
+ *
+ * XRC: an INI QP sends to a TGT QP of domain XRCD_A, each request naming
+ * one of the domain's XRC SRQs (XS0: PD, one SGE a WQE; XS1: PD + 1, six
+ * SGEs); XSB belongs to another domain.  Now and then a request names XSB,
+ * a number that is no SRQ's, or carries a key of the other SRQ's PD.  An
+ * XRC SRQ's receives complete once each, on its own CQ, with the TGT
+ * QP's number; XSB's are never taken; the TGT QP points at an SRQ (its
+ * PD, its CQ) exactly while a message is under way.  Every SRQ's WQEs are
+ * accounted for: posted and not completed = still in the ring + held by
+ * a QP.
  */
 #include <endian.h>
 #include <string.h>
@@ -27,6 +37,8 @@ const union ibv_gid fz_gid_v6_local = { .raw = {
 	0x20, 0x01, 0x0d, 0xb8, [15] = 1 } };
 const union ibv_gid fz_gid_v6_peer = { .raw = {
 	0x20, 0x01, 0x0d, 0xb8, [15] = 2 } };
+
+static const char *const xs_name[NXSRQ] = { "XS0", "XS1", "XSB" };
 
 /* ---- the engine's ops ---- */
 
@@ -93,19 +105,64 @@ static void qp_event(struct urxe_eqp *qp, enum ibv_event_type ev)
 {
 	struct fq *f = (struct fq *)(void *)qp;	/* qp is the first member */
 
+	/* Last WQE Reached: a QP attached to the basic SRQ, never TGT. */
 	check(ev == IBV_EVENT_QP_FATAL || ev == IBV_EVENT_QP_REQ_ERR ||
 	      ev == IBV_EVENT_QP_ACCESS_ERR ||
-	      (ev == IBV_EVENT_QP_LAST_WQE_REACHED && qp->srq == &fz.srq &&
+	      (ev == IBV_EVENT_QP_LAST_WQE_REACHED && qp->srq == &fz.srq.s &&
 	       qp->attr.state == IBV_QPS_ERR));
 	if (fz_trace)
 		fprintf(stderr, "fuzz_rx:   QP 0x%06x: event %d\n", qp->qpn, ev);
 	f->events++;
 }
 
+static uint32_t srq_queued(const struct fsrq *x)
+{
+	return atomic_load(&x->s.rq.prod) - atomic_load(&x->s.rq.cons);
+}
+
+/*
+ * The TGT QP points at an XRC SRQ of its domain, still in the table, and
+ * uses its PD and CQ, exactly while a message is under way (a receive WQE
+ * held or being filled, a WRITE half placed).  XSB (another domain) is
+ * never consumed from, nor XS1 while it is out of the table.
+ */
+static void check_xrc(void)
+{
+	const struct urxe_eqp *t = &fz.q[TGT].qp;
+	bool busy = t->rq_active || t->srq_held || t->wr_mem;
+	unsigned int k;
+
+	if (!t->srq) {
+		if (busy || t->pd || t->rcq)
+			fatal("TGT QP 0x%x: no SRQ, yet receive %s/held %d/WRITE %s, "
+			      "PD %u, CQ %p", t->qpn, t->rq_active ? "active" : "idle",
+			      t->srq_held, t->wr_mem ? "active" : "idle", t->pd,
+			      (void *)t->rcq);
+	} else {
+		for (k = 0; k < NXSRQ && t->srq != &fz.xs[k].s; k++)
+			;
+		if (k == NXSRQ || k == XSB || !fz.xs[k].added)
+			fatal("TGT QP 0x%x: points at SRQ %p (XS%u%s)", t->qpn,
+			      (void *)t->srq, k, k < NXSRQ && !fz.xs[k].added ?
+			      ", removed" : "");
+		if (!busy || t->pd != t->srq->pd || t->rcq != &fz.xs[k].cq)
+			fatal("TGT QP 0x%x: at %s with no message under way (%d) "
+			      "or PD %u (SRQ's %u) or another CQ", t->qpn,
+			      xs_name[k], busy,
+			      t->pd, t->srq->pd);
+	}
+	if (atomic_load(&fz.xs[XSB].s.rq.cons) != 0 || !urxe_cq_empty(&fz.xs[XSB].cq))
+		fatal("XRC SRQ of another domain consumed (%u taken)",
+		      atomic_load(&fz.xs[XSB].s.rq.cons));
+	if (!fz.xs[XS1].added &&
+	    atomic_load(&fz.xs[XS1].s.rq.cons) != fz.xs[XS1].frozen_cons)
+		fatal("XRC SRQ XS1 consumed from while removed");
+}
+
 /* The engine's own indices stay ordered: retired <= started <= posted. */
 void fz_check_queues(void)
 {
-	unsigned int qi;
+	unsigned int qi, k;
 
 	for (qi = 0; qi < NQP; qi++) {
 		const struct urxe_eqp *qp = &fz.q[qi].qp;
@@ -114,33 +171,51 @@ void fz_check_queues(void)
 
 		if (qp->sq_comp != cons || qp->sq_next - cons > prod - cons ||
 		    prod - cons > SQ_DEPTH ||
-		    atomic_load(&qp->rq.prod) - atomic_load(&qp->rq.cons) > RQ_DEPTH ||
-		    atomic_load(&fz.srq.rq.prod) - atomic_load(&fz.srq.rq.cons) >
-		    RQ_DEPTH)
+		    atomic_load(&qp->rq.prod) - atomic_load(&qp->rq.cons) > RQ_DEPTH)
 			fatal("QP 0x%x: send queue retired %u, next %u, posted %u; "
 			      "receive queue taken %u, posted %u", qp->qpn, cons,
 			      qp->sq_next, prod, atomic_load(&qp->rq.cons),
 			      atomic_load(&qp->rq.prod));
 	}
+	if (srq_queued(&fz.srq) > RQ_DEPTH)
+		fatal("SRQ: %u taken, %u posted", atomic_load(&fz.srq.s.rq.cons),
+		      atomic_load(&fz.srq.s.rq.prod));
+	for (k = 0; k < NXSRQ; k++)
+		if (srq_queued(&fz.xs[k]) > RQ_DEPTH)
+			fatal("%s: %u taken, %u posted", xs_name[k],
+			      atomic_load(&fz.xs[k].s.rq.cons),
+			      atomic_load(&fz.xs[k].s.rq.prod));
+	check_xrc();
 }
 
 
 
 void fz_trace_qps(void)
 {
-	unsigned int qi;
+	unsigned int qi, k;
 
 	for (qi = 0; qi < NQP; qi++) {
 		const struct urxe_eqp *qp = &fz.q[qi].qp;
 
 		fprintf(stderr, "fuzz_rx:     %u: state %d ePSN 0x%06x PSN 0x%06x "
-			"acked 0x%06x sq %u/%u/%u rq %u/%u%s%s\n", qi,
+			"acked 0x%06x sq %u/%u/%u rq %u/%u%s%s%s", qi,
 			qp->attr.state, qp->epsn, qp->psn, qp->acked_psn,
 			qp->sq_comp, qp->sq_next, atomic_load(&qp->sq.prod),
 			atomic_load(&qp->rq.cons), atomic_load(&qp->rq.prod),
 			qp->rq_active ? " recv-active" : "",
-			qp->wr_mem ? " write-active" : "");
+			qp->wr_mem ? " write-active" : "",
+			qp->srq_held ? " srq-held" : "");
+		for (k = 0; qi == TGT && k < NXSRQ; k++)
+			if (qp->srq == &fz.xs[k].s)
+				fprintf(stderr, " at %s", xs_name[k]);
+		fputc('\n', stderr);
 	}
+	for (k = 0; k < NXSRQ; k++)
+		fprintf(stderr, "fuzz_rx:     %s 0x%06x%s: rq %u/%u, %u out\n",
+			xs_name[k],
+			fz.xs[k].s.srqn, fz.xs[k].added ? "" : " (removed)",
+			atomic_load(&fz.xs[k].s.rq.cons),
+			atomic_load(&fz.xs[k].s.rq.prod), fz.xs[k].nout);
 }
 
 /* ---- work requests ---- */
@@ -148,7 +223,7 @@ void fz_trace_qps(void)
 struct send_op {
 	enum ibv_wr_opcode op;
 	uint32_t len;
-	uint32_t remote_off;		/* in the peer's MR0 */
+	uint32_t remote_off;		/* in the peer's MR0 (XS1: MR4) */
 	unsigned int flags;
 };
 
@@ -170,6 +245,26 @@ static const struct send_op uc_script[] = {
 	{ IBV_WR_RDMA_WRITE_WITH_IMM, 2000, 16384, 0 },
 	{ IBV_WR_SEND_WITH_IMM, 0, 0, 0 },
 	{ IBV_WR_RDMA_WRITE, 100, 20480, 0 },
+};
+
+/* XRC: both SRQs of the domain (xrc_srq), messages of one and more packets. */
+static const struct send_op xrc_script[] = {
+	{ IBV_WR_SEND, 3000, 0, IBV_SEND_SOLICITED },
+	{ IBV_WR_RDMA_WRITE, 2500, 16384, 0 },
+	{ IBV_WR_RDMA_READ, 5000, 24576, 0 },
+	{ IBV_WR_SEND_WITH_IMM, 100, 0, 0 },
+	{ IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 256, 0 },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, 1024, 20480, 0 },
+	{ IBV_WR_SEND, 40, 0, IBV_SEND_INLINE },
+	{ IBV_WR_ATOMIC_CMP_AND_SWP, 8, 256, IBV_SEND_FENCE },
+	{ IBV_WR_RDMA_READ, 2000, 24576, 0 },
+	{ IBV_WR_SEND, 0, 0, 0 },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, 0, 20480, 0 },
+	{ IBV_WR_SEND_WITH_INV, 2100, 0, 0 },
+};
+
+static const uint8_t xrc_srq[] = {
+	XS0, XS1, XS0, XS1, XS1, XS0, XS1, XS0, XS1, XS0, XS1, XS1,
 };
 
 static const struct send_op ud_script[] = {
@@ -195,6 +290,28 @@ static enum ibv_wc_opcode wc_op(enum ibv_wr_opcode op)
 	}
 }
 
+/*
+ * An INI QP's WQE names the XRC SRQ its script says, with a key of that
+ * SRQ's PD; now and then XSB (another domain), a number that is a QP's
+ * (no SRQ's), or a key of the other SRQ's PD: remote access errors.
+ */
+static void xrc_dest(const struct fq *f, struct urxe_send_wqe *s,
+		     const struct send_op *o)
+{
+	unsigned int xs = xrc_srq[o - xrc_script];
+	const struct urxe_mem *m = &fz.mr[xs == XS1 ? MR4 : MR0];
+	uint32_t k = f->sq_seq % 64;
+
+	_Static_assert(sizeof(xrc_srq) == sizeof(xrc_script) /
+		       sizeof(xrc_script[0]), "an SRQ for each XRC send");
+	s->remote_qpn = k == 45 ? fz.xs[XSB].s.srqn :
+			k == 53 ? fz.q[INI].qp.qpn : fz.xs[xs].s.srqn;
+	if (k == 59)
+		m = &fz.mr[xs == XS1 ? MR0 : MR4];
+	s->remote_addr = m->iova + o->remote_off;
+	s->rkey = m->rkey;
+}
+
 static void fill_send(struct fq *f, unsigned int qi, struct urxe_send_wqe *s,
 		      const struct send_op *o)
 {
@@ -210,6 +327,8 @@ static void fill_send(struct fq *f, unsigned int qi, struct urxe_send_wqe *s,
 	s->compare_add = 5;
 	s->swap = f->sq_seq;
 	s->remote_qpn = f->qp.qpn;		/* UD: to itself */
+	if (qi == INI)
+		xrc_dest(f, s, o);
 	s->remote_qkey = f->qp.attr.qkey;
 	s->dgid = fz_gid_v4_local;
 	s->hop_limit = 64;
@@ -230,9 +349,11 @@ static void fill_send(struct fq *f, unsigned int qi, struct urxe_send_wqe *s,
 static void post_send(unsigned int qi)
 {
 	struct fq *f = &fz.q[qi];
-	const struct send_op *script = qi == UD ? ud_script :
+	const struct send_op *script = qi == INI ? xrc_script :
+				       qi == UD ? ud_script :
 				       qi >= UC0 ? uc_script : rc_script;
-	unsigned int n = qi == UD ? sizeof(ud_script) / sizeof(ud_script[0]) :
+	unsigned int n = qi == INI ? sizeof(xrc_script) / sizeof(xrc_script[0]) :
+			 qi == UD ? sizeof(ud_script) / sizeof(ud_script[0]) :
 			 qi >= UC0 ? sizeof(uc_script) / sizeof(uc_script[0]) :
 				     sizeof(rc_script) / sizeof(rc_script[0]);
 	const struct send_op *o = &script[f->script++ % n];
@@ -282,18 +403,48 @@ static void post_recv(unsigned int qi)
 	atomic_store(&f->qp.rq.prod, p + 1);
 }
 
-/* The SRQ's receives: as a QP's, numbered in a sequence of their own. */
-static void post_srq_recv(void)
+/*
+ * An XRC SRQ's receives: 4136 bytes in the MR of its PD (XS0, XSB: MR0;
+ * XS1: MR4), XS1's in one to six SGEs; now and then an empty or a tiny
+ * one, or one whose last SGE has a key of another PD.
+ */
+static void fill_xrecv(const struct fsrq *x, unsigned int k,
+		       struct urxe_recv_wqe *r)
 {
-	struct fq tmp = { .rq_seq = fz.srq_seq };
-	uint32_t p = atomic_load(&fz.srq.rq.prod);
-	struct urxe_recv_wqe *r = urxe_wq_slot(&fz.srq.rq, p);
+	uint32_t m = x->seq % 32, len = m == 15 ? 0 : m == 31 ? 64 : 4136;
+	const struct urxe_mem *mr = &fz.mr[k == XS1 ? MR4 : MR0];
+	const struct urxe_mem *bad = &fz.mr[k == XS1 ? MR0 : MR2];
+	uint32_t n = !len ? 0 : k == XS1 && len > 64 ? 1 + x->seq % 6 : 1, i;
+	uint64_t base = mr->iova + 32768 + (x->seq % 4) * 4096;
 
-	check(fz.srq_nout < SRQ_MAX_OUT);
-	fill_recv(&tmp, SRQ_Q, r);
-	fz.srq_out[fz.srq_nout] = fz.srq_seq++;
-	fz.srq_out_len[fz.srq_nout++] = r->length;
-	atomic_store(&fz.srq.rq.prod, p + 1);
+	r->wr_id = WR_ID(WR_RECV, x->qid, x->seq);
+	r->length = len;
+	r->num_sge = n;
+	for (i = 0; i < n; i++) {
+		uint32_t a = len * i / n, b = len * (i + 1) / n;
+
+		r->sge[i].addr = base + a;
+		r->sge[i].length = b - a;
+		r->sge[i].lkey = m == 23 && i == n - 1 ? bad->lkey : mr->lkey;
+	}
+}
+
+/* An SRQ's receives: numbered in a sequence of their own. */
+static void post_srq_recv(struct fsrq *x)
+{
+	struct fq tmp = { .rq_seq = x->seq };
+	uint32_t p = atomic_load(&x->s.rq.prod);
+	struct urxe_recv_wqe *r = urxe_wq_slot(&x->s.rq, p);
+
+	check(x->nout < SRQ_MAX_OUT);
+	if (x == &fz.srq)
+		fill_recv(&tmp, SRQ_Q, r);
+	else
+		fill_xrecv(x, (unsigned int)(x - fz.xs), r);
+	check(r->num_sge <= x->s.rq.max_sge);
+	x->out[x->nout] = x->seq++;
+	x->out_len[x->nout++] = r->length;
+	atomic_store(&x->s.rq.prod, p + 1);
 }
 
 /* ---- completions: each WR once, in order, on its QP's CQ ---- */
@@ -327,25 +478,24 @@ static void check_recv_cqe(struct fq *f, const struct ibv_wc *wc, uint32_t seq)
 	f->rq_next_cqe++;
 }
 
-/* An SRQ receive completes once, on a QP of the SRQ, within its size. */
-static void check_srq_cqe(struct fq *f, const struct ibv_wc *wc, uint32_t seq)
+/* An SRQ receive completes once, within its size. */
+static void check_srq_cqe(struct fsrq *x, const struct ibv_wc *wc,
+			  uint32_t seq)
 {
 	unsigned int i;
 
-	if (f->qp.srq != &fz.srq)
-		fatal("QP 0x%x: completion of SRQ receive %u", f->qp.qpn, seq);
-	for (i = 0; i < fz.srq_nout && fz.srq_out[i] != seq; i++)
+	for (i = 0; i < x->nout && x->out[i] != seq; i++)
 		;
-	if (i == fz.srq_nout)
-		fatal("QP 0x%x: SRQ receive %u completed, not outstanding",
-		      f->qp.qpn, seq);
+	if (i == x->nout)
+		fatal("QP 0x%x: SRQ %u receive %u completed, not outstanding",
+		      wc->qp_num, x->qid, seq);
 	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV &&
-	    wc->byte_len > fz.srq_out_len[i])
-		fatal("QP 0x%x: SRQ receive %u of %u bytes got %u", f->qp.qpn,
-		      seq, fz.srq_out_len[i], wc->byte_len);
-	fz.srq_nout--;
-	fz.srq_out[i] = fz.srq_out[fz.srq_nout];
-	fz.srq_out_len[i] = fz.srq_out_len[fz.srq_nout];
+	    wc->byte_len > x->out_len[i])
+		fatal("QP 0x%x: SRQ %u receive %u of %u bytes got %u", wc->qp_num,
+		      x->qid, seq, x->out_len[i], wc->byte_len);
+	x->nout--;
+	x->out[i] = x->out[x->nout];
+	x->out_len[i] = x->out_len[x->nout];
 }
 
 static void poll_cq(unsigned int qi)
@@ -354,6 +504,8 @@ static void poll_cq(unsigned int qi)
 	struct ibv_wc wc[16];
 	int n, i;
 
+	if (qi == TGT)
+		return;			/* no CQ of its own */
 	check(!f->cq.overflow);
 	while ((n = urxe_cq_pop(&f->cq, 16, wc)) > 0) {
 		for (i = 0; i < n; i++) {
@@ -365,15 +517,28 @@ static void poll_cq(unsigned int qi)
 			check(wc[i].qp_num == f->qp.qpn);
 			if ((wc[i].wr_id >> 32 & 0xff) == SRQ_Q &&
 			    (wc[i].wr_id & WR_RECV)) {
-				check_srq_cqe(f, &wc[i], seq);
+				if (f->qp.srq != &fz.srq.s)
+					fatal("QP 0x%x: completion of SRQ receive %u",
+					      f->qp.qpn, seq);
+				check_srq_cqe(&fz.srq, &wc[i], seq);
 				continue;
 			}
-			check((wc[i].wr_id >> 32 & 0xff) == qi);
+			/* Nothing of another queue: no XRC receive either. */
+			if ((wc[i].wr_id >> 32 & 0xff) != qi)
+				fatal("QP %u: completion of wr 0x%llx", qi,
+				      (unsigned long long)wc[i].wr_id);
 			check(wc[i].status <= IBV_WC_GENERAL_ERR);
 			if (fz_trace && wc[i].status)
 				fprintf(stderr, "fuzz_rx:   QP %u: wr 0x%llx status %d\n",
 					qi, (unsigned long long)wc[i].wr_id,
 					wc[i].status);
+			if (qi == INI) {
+				check(!(wc[i].wr_id & WR_RECV));
+				if (wc[i].status)
+					fz_stats.ini_err++;
+				else
+					fz_stats.ini_ok++;
+			}
 			if (wc[i].wr_id & WR_RECV)
 				check_recv_cqe(f, &wc[i], seq);
 			else
@@ -382,9 +547,80 @@ static void poll_cq(unsigned int qi)
 	}
 }
 
+/*
+ * An XRC SRQ's CQ: its own receives only, each once, reported by the TGT
+ * QP (the QP that took it, IBA A14: the CQE's QP number is the TGT QP's).
+ */
+static void poll_xcq(unsigned int k)
+{
+	struct fsrq *x = &fz.xs[k];
+	struct ibv_wc wc[16];
+	int n, i;
+
+	check(!x->cq.overflow);
+	while ((n = urxe_cq_pop(&x->cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			digest(&wc[i].wr_id, sizeof(wc[i].wr_id));
+			digest(&wc[i].status, sizeof(wc[i].status));
+			digest(&wc[i].byte_len, sizeof(wc[i].byte_len));
+			if (!(wc[i].wr_id & WR_RECV) ||
+			    (wc[i].wr_id >> 32 & 0xff) != x->qid)
+				fatal("%s: completion of wr 0x%llx", xs_name[k],
+				      (unsigned long long)wc[i].wr_id);
+			if (wc[i].qp_num != fz.q[TGT].qp.qpn)
+				fatal("%s: receive %u completed by QP 0x%x, not "
+				      "TGT 0x%x", xs_name[k], (uint32_t)wc[i].wr_id,
+				      wc[i].qp_num, fz.q[TGT].qp.qpn);
+			check(wc[i].status <= IBV_WC_GENERAL_ERR);
+			check(wc[i].status != IBV_WC_SUCCESS ||
+			      wc[i].opcode == IBV_WC_RECV ||
+			      wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+			if (fz_trace && wc[i].status)
+				fprintf(stderr, "fuzz_rx:   %s: wr 0x%llx status %d\n",
+					xs_name[k], (unsigned long long)wc[i].wr_id,
+					wc[i].status);
+			if (wc[i].status)
+				fz_stats.xrecv_err++;
+			else
+				fz_stats.xrecv_ok++;
+			check_srq_cqe(x, &wc[i], (uint32_t)wc[i].wr_id);
+		}
+	}
+}
+
+static void poll_all(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < NQP; i++)
+		poll_cq(i);
+	for (i = 0; i < NXSRQ; i++)
+		poll_xcq(i);
+}
+
+/*
+ * Once the CQs are drained, every receive of an SRQ posted and not
+ * completed is in its ring or held by a QP (one each): none lost, none
+ * taken twice.
+ */
+static void check_srq_account(const struct fsrq *x)
+{
+	unsigned int qi, held = 0;
+
+	for (qi = 0; qi < NQP; qi++)
+		held += fz.q[qi].qp.srq == &x->s && fz.q[qi].qp.srq_held;
+	if (x->nout != srq_queued(x) + held)
+		fatal("SRQ %u: %u receives outstanding, %u in the ring, %u held",
+		      x->qid, x->nout, srq_queued(x), held);
+}
+
 /* ---- QP lifecycle ---- */
 
-/* Every third connection allows remote READ only: WRITEs, atomics fail. */
+/*
+ * Every third connection allows remote READ only: WRITEs, atomics fail.
+ * INI and TGT get what their types use (the provider drops the rest); the
+ * TGT QP stays in RTR every other time (a responder needs no more).
+ */
 static void qp_connect(unsigned int qi, uint32_t psn)
 {
 	struct fq *f = &fz.q[qi];
@@ -395,7 +631,10 @@ static void qp_connect(unsigned int qi, uint32_t psn)
 			  IBV_ACCESS_REMOTE_ATOMIC,
 		.port_mtu = 4096,
 	};
-	bool rc = qi <= RC1, ud = qi == UD;
+	bool rc = qi <= RC1 || qi == INI || qi == TGT, ud = qi == UD;
+	int no_req = qi == INI ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER :
+		     qi == TGT ? IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
+				 IBV_QP_RNR_RETRY : 0;
 
 	check(!urxe_engine_qp_modify(&f->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			(ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)));
@@ -407,19 +646,21 @@ static void qp_connect(unsigned int qi, uint32_t psn)
 	a.min_rnr_timer = 1;
 	a.dgid = a.sgid = fz_gid_v4_local;
 	a.hop_limit = 64;
-	check(!urxe_engine_qp_modify(&f->qp, &a, IBV_QP_STATE | (ud ? 0 :
+	check(!urxe_engine_qp_modify(&f->qp, &a, (IBV_QP_STATE | (ud ? 0 :
 			IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN) | (rc ? IBV_QP_MAX_DEST_RD_ATOMIC |
-			IBV_QP_MIN_RNR_TIMER : 0)));
+			IBV_QP_MIN_RNR_TIMER : 0)) & ~no_req));
+	if (qi == TGT && !(fz.reconnects & 1))
+		return;
 	a.state = IBV_QPS_RTS;
 	a.sq_psn = psn;
 	a.timeout = 14;
 	a.retry_cnt = 3;
 	a.rnr_retry = 2;
 	a.max_rd_atomic = 2;
-	check(!urxe_engine_qp_modify(&f->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+	check(!urxe_engine_qp_modify(&f->qp, &a, (IBV_QP_STATE | IBV_QP_SQ_PSN |
 			(rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			      IBV_QP_MAX_QP_RD_ATOMIC : 0)));
+			      IBV_QP_MAX_QP_RD_ATOMIC : 0)) & ~no_req));
 }
 
 /* Takes a QP that ended in ERR back to RTS; what was posted is gone. */
@@ -460,29 +701,44 @@ static void reconnect_errored(void)
 	}
 }
 
+/* XS0's limit fires when a WQE taken leaves fewer than 3 posted. */
+static void limit_reached(struct urxe_esrq *srq)
+{
+	check(srq == &fz.xs[XS0].s && !atomic_load(&srq->limit));
+	fz.xs[XS0].limits++;
+}
+
 /* Completions taken, errors repaired, receives and sends topped up. */
 void fz_housekeeping(void)
 {
-	unsigned int qi;
+	unsigned int qi, k;
 
 	urxe_engine_progress(fz.eng);
 	fz_check_queues();
-	for (qi = 0; qi < NQP; qi++)
-		poll_cq(qi);
+	poll_all();
 	reconnect_errored();
-	while (!fz.rq_starved &&
-	       atomic_load(&fz.srq.rq.prod) - atomic_load(&fz.srq.rq.cons) <
-	       RQ_FILL)
-		post_srq_recv();
+	poll_all();			/* what the resets flushed */
+	check_srq_account(&fz.srq);
+	for (k = 0; k < NXSRQ; k++)
+		check_srq_account(&fz.xs[k]);
+	while (!fz.rq_starved && srq_queued(&fz.srq) < RQ_FILL)
+		post_srq_recv(&fz.srq);
+	for (k = 0; k < NXSRQ; k++)
+		while (!fz.rq_starved && srq_queued(&fz.xs[k]) < RQ_FILL)
+			post_srq_recv(&fz.xs[k]);
+	if (!atomic_load(&fz.xs[XS0].s.limit))
+		atomic_store(&fz.xs[XS0].s.limit, 3);
 	for (qi = 0; qi < NQP; qi++) {
 		struct fq *f = &fz.q[qi];
 		bool posted = false;
 
-		while (!fz.rq_starved && !f->qp.srq &&
+		/* (INI and TGT have no receive queue, TGT no send queue) */
+		while (!fz.rq_starved && !f->qp.srq && f->qp.rq.max_wr &&
 		       atomic_load(&f->qp.rq.prod) - atomic_load(&f->qp.rq.cons) <
 		       RQ_FILL)
 			post_recv(qi);
-		while (atomic_load(&f->qp.sq.prod) - atomic_load(&f->qp.sq.cons) <
+		while (f->qp.sq.max_wr &&
+		       atomic_load(&f->qp.sq.prod) - atomic_load(&f->qp.sq.cons) <
 		       SQ_BUSY) {
 			post_send(qi);
 			posted = true;
@@ -514,24 +770,78 @@ static void mr_init(unsigned int i, size_t len, uint64_t iova, uint32_t pd,
 	check(urxe_engine_mem_add(fz.eng, m) > 0);
 }
 
+/*
+ * As the provider makes them: an INI QP has no receive queue and no
+ * receive CQ; a TGT QP has no PD, queues or CQs, only its domain.
+ */
 static void qp_init(unsigned int qi, enum ibv_qp_type type, unsigned int peer,
 		    bool srq)
 {
 	struct fq *f = &fz.q[qi];
+	bool tgt = type == IBV_QPT_XRC_RECV, ini = type == IBV_QPT_XRC_SEND;
 
 	f->peer = peer;
 	f->qp.type = type;
-	f->qp.pd = PD;
+	f->qp.pd = tgt ? 0 : PD;
+	f->qp.xrcd = tgt ? XRCD_A : 0;
 	f->qp.fatal = qp_event;
-	check(!urxe_cq_ring_init(&f->cq, SQ_DEPTH + RQ_DEPTH));
-	f->qp.scq = f->qp.rcq = &f->cq;
-	check(!urxe_wq_init(&f->qp.sq, SQ_DEPTH, 2, 64,
-			    sizeof(struct urxe_send_wqe)));
-	check(!urxe_wq_init(&f->qp.rq, RQ_DEPTH, 2, 0,
+	if (!tgt) {
+		check(!urxe_cq_ring_init(&f->cq, SQ_DEPTH + RQ_DEPTH));
+		f->qp.scq = &f->cq;
+		f->qp.rcq = ini ? NULL : &f->cq;
+	}
+	check(!urxe_wq_init(&f->qp.sq, tgt ? 0 : SQ_DEPTH, tgt ? 0 : 2,
+			    tgt ? 0 : 64, sizeof(struct urxe_send_wqe)));
+	check(!urxe_wq_init(&f->qp.rq, tgt || ini ? 0 : RQ_DEPTH, 2, 0,
 			    sizeof(struct urxe_recv_wqe)));
 	if (srq)
-		check(!urxe_engine_srq_attach(&f->qp, &fz.srq));
+		check(!urxe_engine_srq_attach(&f->qp, &fz.srq.s));
 	check(!urxe_engine_qp_add(fz.eng, &f->qp));
+}
+
+/* An XRC SRQ of @xrcd: its ring (@max_sge a WQE), PD and CQ. */
+static void xsrq_init(unsigned int k, uint64_t xrcd, uint32_t pd,
+		      uint32_t max_sge)
+{
+	struct fsrq *x = &fz.xs[k];
+
+	x->qid = XSRQ_Q(k);
+	x->s.pd = pd;
+	x->s.xrcd = xrcd;
+	check(!urxe_wq_init(&x->s.rq, RQ_DEPTH, max_sge, 0,
+			    sizeof(struct urxe_recv_wqe)));
+	check(!urxe_cq_ring_init(&x->cq, 2 * RQ_DEPTH));
+	x->s.cq = &x->cq;
+	if (k == XS0)
+		x->s.limit_reached = limit_reached;
+	check(!urxe_engine_xsrq_add(fz.eng, &x->s));
+	check(x->s.srqn >> URXE_QPN_INDEX_BITS == SLOT);
+	x->added = true;
+}
+
+/*
+ * XS1 leaves the engine's table (a message the TGT QP has under way in it
+ * is dropped, its WQE flushed), or comes back under a new number: WQEs
+ * already posted at INI name the old one.
+ */
+void fz_xsrq_toggle(void)
+{
+	struct fsrq *x = &fz.xs[XS1];
+
+	fz_stats.xsrq_toggles++;
+	if (x->added) {
+		urxe_engine_xsrq_remove(fz.eng, &x->s);
+		check(!urxe_engine_xsrq_lookup(fz.eng, x->s.srqn));
+		x->added = false;
+		x->frozen_cons = atomic_load(&x->s.rq.cons);
+	} else {
+		check(!urxe_engine_xsrq_add(fz.eng, &x->s));
+		check(urxe_engine_xsrq_lookup(fz.eng, x->s.srqn) == &x->s);
+		x->added = true;
+	}
+	if (fz_trace)
+		fprintf(stderr, "fuzz_rx: XS1 %s, number 0x%06x\n",
+			x->added ? "added back" : "removed", x->s.srqn);
 }
 
 /*
@@ -603,15 +913,23 @@ void fz_world_init(bool new_engine)
 		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 0);
 	mr_init(MR2, 4096, 0x200000000ull, PD + 1, all, 0);	/* another PD */
 	mr_init(MR3, 4096, 0x300000000ull, PD, all, 4);	/* host misaligned */
-	fz.srq.eng = fz.eng;
-	fz.srq.pd = PD;
-	check(!urxe_wq_init(&fz.srq.rq, RQ_DEPTH, 2, 0,
+	mr_init(MR4, 65536, 0x400000000ull, PD + 1, all, 0);	/* XS1's PD */
+	fz.srq.s.eng = fz.eng;
+	fz.srq.s.pd = PD;
+	fz.srq.qid = SRQ_Q;
+	check(!urxe_wq_init(&fz.srq.s.rq, RQ_DEPTH, 2, 0,
 			    sizeof(struct urxe_recv_wqe)));
 	qp_init(RC0, IBV_QPT_RC, RC1, false);
 	qp_init(RC1, IBV_QPT_RC, RC0, true);
 	qp_init(UC0, IBV_QPT_UC, UC1, false);
 	qp_init(UC1, IBV_QPT_UC, UC0, true);
 	qp_init(UD, IBV_QPT_UD, UD, false);
+	qp_init(INI, IBV_QPT_XRC_SEND, TGT, false);
+	qp_init(TGT, IBV_QPT_XRC_RECV, INI, false);
+	xsrq_init(XS0, XRCD_A, PD, 1);
+	xsrq_init(XS1, XRCD_A, PD + 1, 6);
+	xsrq_init(XSB, XRCD_B, PD, 2);
+	check(fz.xs[XS0].s.rq.stride < fz.xs[XS1].s.rq.stride);
 	for (qi = 0; qi < NQP; qi++)
 		qp_connect(qi, 0xfffff0);
 	fz_housekeeping();
@@ -623,16 +941,30 @@ void fz_world_fini(bool keep_engine)
 	unsigned int i;
 
 	urxe_engine_counters(fz.eng, cnt);
-	for (i = 0; i < URXE_CNT__COUNT; i++)
+	for (i = 0; i < URXE_CNT__COUNT; i++) {
 		fz_stats.cnt[i] += cnt[i];
+		fz_stats.ini_cnt[i] += fz.q[INI].qp.cnt[i];
+		fz_stats.tgt_cnt[i] += fz.q[TGT].qp.cnt[i];
+	}
 	for (i = 0; i < NQP; i++) {
 		urxe_engine_qp_remove(fz.eng, &fz.q[i].qp);
 		urxe_engine_srq_detach(&fz.q[i].qp);
 		urxe_wq_fini(&fz.q[i].qp.sq);
 		urxe_wq_fini(&fz.q[i].qp.rq);
-		urxe_cq_ring_fini(&fz.q[i].cq);
+		if (i != TGT)
+			urxe_cq_ring_fini(&fz.q[i].cq);
 	}
-	urxe_wq_fini(&fz.srq.rq);
+	urxe_wq_fini(&fz.srq.s.rq);
+	/* (TGT's removal flushed the WQE it held to its XRC SRQ's CQ) */
+	for (i = 0; i < NXSRQ; i++) {
+		struct fsrq *x = &fz.xs[i];
+
+		if (x->added)
+			urxe_engine_xsrq_remove(fz.eng, &x->s);
+		check(!urxe_engine_xsrq_lookup(fz.eng, x->s.srqn));
+		urxe_wq_fini(&x->s.rq);
+		urxe_cq_ring_fini(&x->cq);
+	}
 	for (i = 0; i < NMR; i++) {
 		check(!urxe_engine_mem_remove(fz.eng, &fz.mr[i]));
 		if (!keep_engine) {
@@ -658,6 +990,14 @@ void fz_print_frames(void)
 		(unsigned long long)fz_stats.raw,
 		(unsigned long long)fz_stats.fed_back,
 		(unsigned long long)fz_stats.reconnects);
+	fprintf(stderr, "fuzz_rx: XRC: %llu INI completions (%llu in error), "
+		"%llu XRC SRQ receives (%llu in error), XS1 removed or added "
+		"back %llu times\n",
+		(unsigned long long)(fz_stats.ini_ok + fz_stats.ini_err),
+		(unsigned long long)fz_stats.ini_err,
+		(unsigned long long)(fz_stats.xrecv_ok + fz_stats.xrecv_err),
+		(unsigned long long)fz_stats.xrecv_err,
+		(unsigned long long)fz_stats.xsrq_toggles);
 }
 
 void fz_print_stats(void)
@@ -671,9 +1011,13 @@ void fz_print_stats(void)
 	if (!fz_stats.print)
 		return;
 	fz_print_frames();
+	fprintf(stderr, "fuzz_rx:   %-24s %12s %12s %12s\n", "counter", "engine",
+		"XRC INI", "XRC TGT");
 	for (i = 0; i < URXE_CNT__COUNT; i++)
-		fprintf(stderr, "fuzz_rx:   %-24s %llu\n", urxe_counter_names[i],
-			(unsigned long long)fz_stats.cnt[i]);
+		fprintf(stderr, "fuzz_rx:   %-24s %12llu %12llu %12llu\n",
+			urxe_counter_names[i], (unsigned long long)fz_stats.cnt[i],
+			(unsigned long long)fz_stats.ini_cnt[i],
+			(unsigned long long)fz_stats.tgt_cnt[i]);
 }
 
 /*

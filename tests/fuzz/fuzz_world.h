@@ -31,20 +31,34 @@
 #define check(cond) do { if (!(cond)) fatal("%s:%d: %s", __FILE__, \
 	__LINE__, #cond); } while (0)
 
-enum { RC0, RC1, UC0, UC1, UD, NQP };
-enum { MR0, MR1, MR2, MR3, NMR };
+/*
+ * The QPs: an RC pair, a UC pair, a UD QP, and the XRC pair: INI (XRC_SEND)
+ * sends to TGT (XRC_RECV), whose requests name XRC SRQs (XSRQ_*).
+ */
+enum { RC0, RC1, UC0, UC1, UD, INI, TGT, NQP };
+/* MR4 is of the PD of XRC SRQ XS1 (PD + 1), as large as MR0. */
+enum { MR0, MR1, MR2, MR3, MR4, NMR };
+/*
+ * XRC SRQs: XS0 (one SGE a WQE: the smallest stride, PD) and XS1 (six
+ * SGEs, PD + 1) of the TGT QP's domain, XSB of another domain (PD): the
+ * TGT QP must never touch it.
+ */
+enum { XS0, XS1, XSB, NXSRQ };
+#define XRCD_A 0xa0a0
+#define XRCD_B 0xb0b0
 
 /* RC1 and UC1 take their receives from one SRQ: its index in wr_ids. */
 #define SRQ_Q NQP
+#define XSRQ_Q(k) (NQP + 1 + (k))	/* the XRC SRQs' */
 #define SRQ_MAX_OUT (RQ_DEPTH + NQP)	/* posted, plus one held per QP */
 
-/* Each WR's wr_id: bit 63 for receives, QP index, sequence number. */
+/* Each WR's wr_id: bit 63 for receives, queue index, sequence number. */
 #define WR_RECV (1ull << 63)
 #define WR_ID(recv, q, seq) ((recv) | (uint64_t)(q) << 32 | (seq))
 
 struct fq {
 	struct urxe_eqp qp;
-	struct urxe_cq_ring cq;
+	struct urxe_cq_ring cq;		/* not the TGT QP's: it has none */
 	uint32_t sq_seq, sq_next_cqe;	/* posted, next expected completion */
 	uint32_t rq_seq, rq_next_cqe;
 	uint8_t sq_op[SQ_DEPTH * 4];	/* IBV_WC_* expected, by sequence */
@@ -53,6 +67,23 @@ struct fq {
 	unsigned int script;		/* next send to post */
 	unsigned int peer;
 	int events;
+};
+
+/*
+ * A shared receive queue and its receives not yet completed (they
+ * complete in any order).  The basic SRQ's complete on its QPs' CQs, an
+ * XRC SRQ's on its own @cq.
+ */
+struct fsrq {
+	struct urxe_esrq s;
+	struct urxe_cq_ring cq;		/* XRC only */
+	unsigned int qid;		/* in wr_ids: SRQ_Q or XSRQ_Q(k) */
+	bool added;			/* XRC: in the engine's table */
+	uint32_t frozen_cons;		/* XRC, removed: consumer index then */
+	uint32_t seq;
+	uint32_t out[SRQ_MAX_OUT], out_len[SRQ_MAX_OUT];
+	unsigned int nout;
+	unsigned int limits;		/* SRQ limit events */
 };
 
 struct wire_pkt {
@@ -72,16 +103,17 @@ struct fz_world {
 	uint32_t wire_head, wire_tail;	/* free-running */
 	uint64_t digest;		/* of every packet sent, every CQE */
 	bool rq_starved;		/* receives not replenished */
-	/* the SRQ, and its receives not yet completed (any order) */
-	struct urxe_esrq srq;
-	uint32_t srq_seq;
-	uint32_t srq_out[SRQ_MAX_OUT], srq_out_len[SRQ_MAX_OUT];
-	unsigned int srq_nout;
+	struct fsrq srq;		/* the basic SRQ of RC1 and UC1 */
+	struct fsrq xs[NXSRQ];		/* the XRC SRQs */
 	uint32_t wire_budget;		/* frames the wire may still feed back */
 };
 
 struct fz_stats {
 	uint64_t inputs, frames, raw, fed_back, reconnects;
+	/* XRC: completions on the INI QP's CQ and the XRC SRQs' (fine, in
+	 * error), XRC SRQ XS1 removed or added back */
+	uint64_t ini_ok, ini_err, xrecv_ok, xrecv_err, xsrq_toggles;
+	uint64_t ini_cnt[URXE_CNT__COUNT], tgt_cnt[URXE_CNT__COUNT];
 	uint64_t cnt[URXE_CNT__COUNT];
 	bool print;
 };
@@ -99,6 +131,8 @@ void fz_world_fini(bool keep_engine);
 void fz_housekeeping(void);
 /* Send queue indices in order; MR references all accounted for. */
 void fz_check_queues(void);
+/* XRC: XS1 leaves the engine's table, or comes back (a new number). */
+void fz_xsrq_toggle(void);
 void fz_check_mem_refs(void);
 void fz_trace_qps(void);
 /* atexit: the world torn down; counts printed if fz_stats.print. */

@@ -5,7 +5,8 @@
  * previous one left (rewound) and once on a new engine, and fails if the
  * two runs differ (digest of every packet sent and every completion).
  * Files ending in .hex are hex text: '#' starts a comment, spacing is
- * free.  The normal build's ctest fuzz.regressions and fuzz.corpus.
+ * free.  Files named xrc-* must bring frames to both QPs of the XRC pair.
+ * The normal build's ctest fuzz.regressions and fuzz.corpus.
  */
 #include <dirent.h>
 #include <string.h>
@@ -54,6 +55,7 @@ static size_t unhex(uint8_t *buf, size_t len)
 static int run_file(const char *path)
 {
 	size_t len, plen = strlen(path);
+	const char *base;
 	uint64_t d;
 	uint8_t *buf;
 	FILE *fp = fopen(path, "rb");
@@ -74,6 +76,15 @@ static int run_file(const char *path)
 		len = unhex(buf, len);
 	LLVMFuzzerTestOneInput(buf, len);
 	d = fz.digest;
+	/* The XRC seeds are there to reach the XRC pair: they must. */
+	base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	if (!strncmp(base, "xrc-", 4) &&
+	    (!fz.q[TGT].qp.cnt[URXE_CNT_RCVD_PKTS] ||
+	     !fz.q[INI].qp.cnt[URXE_CNT_RCVD_PKTS]))
+		fatal("%s: an XRC seed, yet %llu frames reached TGT, %llu INI",
+		      path,
+		      (unsigned long long)fz.q[TGT].qp.cnt[URXE_CNT_RCVD_PKTS],
+		      (unsigned long long)fz.q[INI].qp.cnt[URXE_CNT_RCVD_PKTS]);
 	/* Again on a new engine: a rewound one must behave the same. */
 	fz_world_fini(false);
 	fz_world_init(true);
