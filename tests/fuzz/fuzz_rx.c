@@ -22,8 +22,9 @@
  *         bit 4: the opcode's transport is made the target QP's; with
  *                target 5: made XRC, and the frame goes to tgt if the
  *                opcode is a request, to ini if it is an answer;
- *                with a clock jump: XRC SRQ xs1 is removed from the
- *                engine (or added back, under a new number);
+ *                with a clock jump and bits 5-7 clear: XRC SRQ xs1 is
+ *                removed from the engine (or added back, under a new
+ *                number);
  *         bits 5-7: the frame is delivered 1 + this many times.
  *   mode  bits 0-1: PSN: 0 as is, 1 the one the QP expects next
  *                   (responder: ePSN; completer: the oldest unacked),
@@ -43,7 +44,10 @@
  *
  * Unless raw, a frame with an XRCETH has it name an XRC SRQ by the low 2
  * bits of its reserved byte (which are then cleared): 0 the number as it
- * is, 1 xs0, 2 xs1, 3 xsb (another domain).  Unless raw, the harness
+ * is, 1 xs0, 2 xs1, 3 xsb (another domain).  XRC SRQ numbers of slot 2
+ * are another process's of the domain: tgt relays requests naming them,
+ * which must leave as they came and change nothing of tgt.  Unless raw,
+ * the harness
  * writes the ICRC the engine's own icrc functions
  * compute, so frames get past the ICRC check to header parsing, the PSN
  * checks and the responder / completer.  After every frame the send
@@ -303,10 +307,25 @@ static void frame_record(uint8_t flag, uint8_t mode, const uint8_t *data,
 		fz_stats.raw++;
 	else
 		fix_up(f, len, flag, mode, &meta);
+	fz.cur_frame = f;
+	fz.cur_len = len;
 	for (i = 0; i <= (unsigned int)(flag >> 5); i++) {
+		const struct urxe_eqp *t = &fz.q[TGT].qp;
+		uint32_t epsn = t->epsn, msn = t->msn, relayed = fz.relayed;
+		enum ibv_qp_state st = t->attr.state;
+
 		deliver(f, len, &meta);
 		urxe_engine_progress(fz.eng);
+		/* A relayed request is none of this TGT QP's business. */
+		if (fz.relayed != relayed &&
+		    (fz.relayed != relayed + 1 || t->epsn != epsn ||
+		     t->msn != msn || t->attr.state != st))
+			fatal("TGT QP 0x%x: %u relayed; ePSN 0x%06x -> 0x%06x, "
+			      "MSN %u -> %u, state %d -> %d", t->qpn,
+			      fz.relayed - relayed, epsn, t->epsn, msn, t->msn,
+			      st, t->attr.state);
 	}
+	fz.cur_frame = NULL;
 	free(ip);
 }
 
@@ -352,7 +371,7 @@ void fz_run_input(const uint8_t *data, size_t size)
 			fz.now += (uint64_t)len * 50000;
 			if (flag & 8)
 				fz.rq_starved = !fz.rq_starved;
-			if (flag & 0x10)
+			if ((flag & 0xf0) == 0x10)
 				fz_xsrq_toggle();
 		} else {
 			if (len > size)

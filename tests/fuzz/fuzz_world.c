@@ -33,6 +33,8 @@ const union ibv_gid fz_gid_v4_local = { .raw = {
 	[10] = 0xff, [11] = 0xff, 127, 117, 0, 1 } };
 const union ibv_gid fz_gid_v4_peer = { .raw = {
 	[10] = 0xff, [11] = 0xff, 127, 117, 0, 2 } };
+const union ibv_gid fz_gid_v4_owner = { .raw = {
+	[10] = 0xff, [11] = 0xff, 127, 117, 0, 3 } };
 const union ibv_gid fz_gid_v6_local = { .raw = {
 	0x20, 0x01, 0x0d, 0xb8, [15] = 1 } };
 const union ibv_gid fz_gid_v6_peer = { .raw = {
@@ -56,11 +58,54 @@ static void digest(const void *p, size_t n)
 #endif
 }
 
-/* Captures every packet; a full ring forgets its oldest. */
+/* Payload may be pieces of registered memory (zero copy). */
+static void gather(const struct urxe_pkt *pkt, uint8_t *to)
+{
+	uint32_t off = 0;
+	unsigned int k;
+
+	for (k = 0; k < pkt->niov; k++) {
+		check(off + pkt->iov[k].iov_len <= WIRE_BUF);
+		memcpy(to + off, pkt->iov[k].iov_base, pkt->iov[k].iov_len);
+		off += (uint32_t)pkt->iov[k].iov_len;
+	}
+	check(off == pkt->len);
+}
+
+/*
+ * A request TGT relayed to the SRQ's owner: the frame being delivered,
+ * BTH fields and the headers and payload after it as they came (only
+ * reserved bits, the pad and the ICRC may be new).
+ */
+static void check_relayed(const uint8_t *p, uint32_t len)
+{
+	const uint8_t *f = fz.cur_frame;
+	const struct urxe_opinfo *oi;
+	uint32_t paylen;
+
+	if (!f)
+		fatal("a packet relayed, no frame being delivered");
+	oi = urxe_opinfo(f[0]);
+	paylen = fz.cur_len - oi->hdr_len - (f[1] >> 4 & 3) - URXE_ICRC_LEN;
+	if (p[0] != f[0] || p[1] >> 7 != f[1] >> 7 || memcmp(p + 2, f + 2, 2) ||
+	    memcmp(p + 5, f + 5, 3) || p[8] >> 7 != f[8] >> 7 ||
+	    memcmp(p + 9, f + 9, 3) || len < oi->hdr_len + paylen +
+	    URXE_ICRC_LEN || memcmp(p + URXE_BTH_LEN, f + URXE_BTH_LEN,
+				    oi->hdr_len - URXE_BTH_LEN + paylen))
+		fatal("relayed packet (%u bytes) differs from the request "
+		      "(%u bytes)", len, fz.cur_len);
+	fz.relayed++;
+	fz_stats.relayed++;
+}
+
+/*
+ * Captures every packet; a full ring forgets its oldest.  Relayed ones
+ * (to another process of the XRC domain) are checked and leave.
+ */
 static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
-	unsigned int i, k;
-	uint32_t off;
+	static uint8_t relay_buf[WIRE_BUF];
+	unsigned int i;
 
 	(void)priv;
 	for (i = 0; i < n; i++) {
@@ -70,17 +115,17 @@ static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		check(pkts[i].len >= URXE_BTH_LEN + URXE_ICRC_LEN &&
 		      pkts[i].len <= WIRE_BUF);
 		check(!(pkts[i].len & 3));
+		if (!memcmp(&pkts[i].dgid, &fz_gid_v4_owner,
+			    sizeof(pkts[i].dgid))) {
+			gather(&pkts[i], relay_buf);
+			check_relayed(relay_buf, pkts[i].len);
+			digest(relay_buf, pkts[i].len);
+			continue;
+		}
 		if (fz.wire_tail - fz.wire_head == WIRE_SLOTS)
 			fz.wire_head++;
 		p = &fz.wire[fz.wire_tail++ % WIRE_SLOTS];
-		/* Payload may be pieces of registered memory (zero copy). */
-		for (k = 0, off = 0; k < pkts[i].niov; k++) {
-			check(off + pkts[i].iov[k].iov_len <= WIRE_BUF);
-			memcpy(p->data + off, pkts[i].iov[k].iov_base,
-			       pkts[i].iov[k].iov_len);
-			off += (uint32_t)pkts[i].iov[k].iov_len;
-		}
-		check(off == pkts[i].len);
+		gather(&pkts[i], p->data);
 		p->len = pkts[i].len;
 		p->sgid = pkts[i].sgid;
 		p->dgid = pkts[i].dgid;
@@ -96,9 +141,22 @@ static uint64_t fake_now(void *priv)
 	return fz.now;
 }
 
+/* The XRC SRQs of slot SLOT + 1 are another process's of the domain. */
+static bool xrc_route(void *priv, const struct urxe_eqp *qp, uint32_t srqn,
+		      union ibv_gid *gid)
+{
+	(void)priv;
+	check(qp == &fz.q[TGT].qp);
+	if (srqn >> URXE_QPN_INDEX_BITS != SLOT + 1)
+		return false;
+	*gid = fz_gid_v4_owner;
+	return true;
+}
+
 static const struct urxe_engine_ops ops = {
 	.xmit = wire_xmit,
 	.now = fake_now,
+	.xrc_route = xrc_route,
 };
 
 static void qp_event(struct urxe_eqp *qp, enum ibv_event_type ev)
@@ -992,12 +1050,13 @@ void fz_print_frames(void)
 		(unsigned long long)fz_stats.reconnects);
 	fprintf(stderr, "fuzz_rx: XRC: %llu INI completions (%llu in error), "
 		"%llu XRC SRQ receives (%llu in error), XS1 removed or added "
-		"back %llu times\n",
+		"back %llu times, %llu requests relayed\n",
 		(unsigned long long)(fz_stats.ini_ok + fz_stats.ini_err),
 		(unsigned long long)fz_stats.ini_err,
 		(unsigned long long)(fz_stats.xrecv_ok + fz_stats.xrecv_err),
 		(unsigned long long)fz_stats.xrecv_err,
-		(unsigned long long)fz_stats.xsrq_toggles);
+		(unsigned long long)fz_stats.xsrq_toggles,
+		(unsigned long long)fz_stats.relayed);
 }
 
 void fz_print_stats(void)

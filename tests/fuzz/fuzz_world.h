@@ -106,13 +106,21 @@ struct fz_world {
 	struct fsrq srq;		/* the basic SRQ of RC1 and UC1 */
 	struct fsrq xs[NXSRQ];		/* the XRC SRQs */
 	uint32_t wire_budget;		/* frames the wire may still feed back */
+	/*
+	 * XRC SRQ numbers of slot SLOT + 1 are another process's of the
+	 * domain (ops->xrc_route): TGT relays requests naming them to
+	 * fz_gid_v4_owner, untouched.  What is being delivered, to compare.
+	 */
+	const uint8_t *cur_frame;
+	uint32_t cur_len;
+	unsigned int relayed;
 };
 
 struct fz_stats {
 	uint64_t inputs, frames, raw, fed_back, reconnects;
 	/* XRC: completions on the INI QP's CQ and the XRC SRQs' (fine, in
 	 * error), XRC SRQ XS1 removed or added back */
-	uint64_t ini_ok, ini_err, xrecv_ok, xrecv_err, xsrq_toggles;
+	uint64_t ini_ok, ini_err, xrecv_ok, xrecv_err, xsrq_toggles, relayed;
 	uint64_t ini_cnt[URXE_CNT__COUNT], tgt_cnt[URXE_CNT__COUNT];
 	uint64_t cnt[URXE_CNT__COUNT];
 	bool print;
@@ -123,6 +131,7 @@ extern struct fz_stats fz_stats;
 extern bool fz_trace;			/* URXE_FUZZ_TRACE=1: say what happens */
 extern const union ibv_gid fz_gid_v4_local, fz_gid_v4_peer;
 extern const union ibv_gid fz_gid_v6_local, fz_gid_v6_peer;
+extern const union ibv_gid fz_gid_v4_owner;
 
 /* A fresh world, on a new engine or on the old one rewound. */
 void fz_world_init(bool new_engine);

@@ -120,6 +120,7 @@ def wire(count=0, action=0):
 
 
 def clock(units_50us, starve=False, toggle_xs1=False):
+    # toggle_xs1: bit 4, bits 5-7 clear
     flag = T_CLOCK | (F_RAW if starve else 0) | \
         (F_TRANSPORT if toggle_xs1 else 0)
     return struct.pack('<BBH', flag, 0, units_50us)
@@ -278,6 +279,10 @@ def xrc_inputs():
             send(SEL_ASIS, srqn=0x004006) + wire() +
             send(SEL_ASIS, srqn=0x00c007) + wire() +
             rec(bth(XRC | 0x04) + b'\x01\x00' + b'\0' * 4) + deliver,
+        # SRQs of another process of the domain (slot 2): relayed there.
+        'xrc-relay': send(SEL_ASIS, 100, srqn=0x008005) +
+            rec(xreq('READ_REQ', SEL_ASIS, reth=(0, MR0, 64), srqn=0x00bfff)) +
+            send(SEL_ASIS, srqn=0x008005, repeat=1) + send(SEL_XS0) + deliver,
         # Requests of another transport for tgt, an XRC one for rc1.
         'xrc-wrong-transport':
             rec(bth(0x04, dqpn=0x004006) + data(16) + b'\0' * 4,
