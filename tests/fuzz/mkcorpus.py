@@ -338,6 +338,18 @@ def xrc_inputs():
             clock(1, toggle_xs1=True) +
             rec(xreq('SEND_LAST', SEL_XS1, data(16))) + deliver +
             clock(1, toggle_xs1=True) + send(SEL_XS1) + deliver,
+        'xrc-srq-toggle-write':
+            rec(xreq('WRITE_FIRST', SEL_XS1, data(1024), reth=(0, MR4, 2048))) +
+            clock(1, toggle_xs1=True) +
+            rec(xreq('WRITE_LAST', SEL_XS1, data(1024))) + deliver,
+        # A repeated READ naming an SRQ gone since, or another domain's.
+        'xrc-read-replay-gone':
+            rec(xreq('READ_REQ', SEL_XS1, reth=(0, MR4, 1024))) +
+            clock(1, toggle_xs1=True) +
+            rec(xreq('READ_REQ', SEL_XS1, reth=(0, MR4, 1024)),
+                mode=M_PSN_PREV | M_KEYS) +
+            rec(xreq('READ_REQ', SEL_XSB, reth=(0, MR0, 1024)),
+                mode=M_PSN_PREV | M_KEYS) + clock(2000) + deliver,
         'xrc-srq-toggle-real': wire(3) + clock(1, toggle_xs1=True) +
             deliver + clock(100) + clock(1, toggle_xs1=True) + deliver,
         # Answers to ini: ACKs of what it sent, NAKs, READ responses.
