@@ -16,7 +16,8 @@
  * QP's number; XSB's are never taken; the TGT QP points at an SRQ (its
  * PD, its CQ) exactly while a message is under way.  Every SRQ's WQEs are
  * accounted for: posted and not completed = still in the ring + held by
- * a QP.
+ * a QP.  The XRC SRQs, their completions and the XRC checks are in
+ * fuzz_xrc.c.
  */
 #include <endian.h>
 #include <string.h>
@@ -40,12 +41,10 @@ const union ibv_gid fz_gid_v6_local = { .raw = {
 const union ibv_gid fz_gid_v6_peer = { .raw = {
 	0x20, 0x01, 0x0d, 0xb8, [15] = 2 } };
 
-static const char *const xs_name[NXSRQ] = { "XS0", "XS1", "XSB" };
-
 /* ---- the engine's ops ---- */
 
 /* Only the plain driver compares digests; libFuzzer need not pay for them. */
-static void digest(const void *p, size_t n)
+void fz_digest(const void *p, size_t n)
 {
 #ifndef URXE_FUZZ_LIBFUZZER
 	const uint8_t *b = p;
@@ -73,32 +72,6 @@ static void gather(const struct urxe_pkt *pkt, uint8_t *to)
 }
 
 /*
- * A request TGT relayed to the SRQ's owner: the frame being delivered,
- * BTH fields and the headers and payload after it as they came (only
- * reserved bits, the pad and the ICRC may be new).
- */
-static void check_relayed(const uint8_t *p, uint32_t len)
-{
-	const uint8_t *f = fz.cur_frame;
-	const struct urxe_opinfo *oi;
-	uint32_t paylen;
-
-	if (!f)
-		fatal("a packet relayed, no frame being delivered");
-	oi = urxe_opinfo(f[0]);
-	paylen = fz.cur_len - oi->hdr_len - (f[1] >> 4 & 3) - URXE_ICRC_LEN;
-	if (p[0] != f[0] || p[1] >> 7 != f[1] >> 7 || memcmp(p + 2, f + 2, 2) ||
-	    memcmp(p + 5, f + 5, 3) || p[8] >> 7 != f[8] >> 7 ||
-	    memcmp(p + 9, f + 9, 3) || len < oi->hdr_len + paylen +
-	    URXE_ICRC_LEN || memcmp(p + URXE_BTH_LEN, f + URXE_BTH_LEN,
-				    oi->hdr_len - URXE_BTH_LEN + paylen))
-		fatal("relayed packet (%u bytes) differs from the request "
-		      "(%u bytes)", len, fz.cur_len);
-	fz.relayed++;
-	fz_stats.relayed++;
-}
-
-/*
  * Captures every packet; a full ring forgets its oldest.  Relayed ones
  * (to another process of the XRC domain) are checked and leave.
  */
@@ -118,8 +91,8 @@ static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		if (!memcmp(&pkts[i].dgid, &fz_gid_v4_owner,
 			    sizeof(pkts[i].dgid))) {
 			gather(&pkts[i], relay_buf);
-			check_relayed(relay_buf, pkts[i].len);
-			digest(relay_buf, pkts[i].len);
+			fz_xrc_relayed(relay_buf, pkts[i].len);
+			fz_digest(relay_buf, pkts[i].len);
 			continue;
 		}
 		if (fz.wire_tail - fz.wire_head == WIRE_SLOTS)
@@ -130,7 +103,7 @@ static int wire_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		p->sgid = pkts[i].sgid;
 		p->dgid = pkts[i].dgid;
 		p->sport = pkts[i].sport;
-		digest(p->data, p->len);
+		fz_digest(p->data, p->len);
 	}
 	return (int)n;
 }
@@ -141,22 +114,10 @@ static uint64_t fake_now(void *priv)
 	return fz.now;
 }
 
-/* The XRC SRQs of slot SLOT + 1 are another process's of the domain. */
-static bool xrc_route(void *priv, const struct urxe_eqp *qp, uint32_t srqn,
-		      union ibv_gid *gid)
-{
-	(void)priv;
-	check(qp == &fz.q[TGT].qp);
-	if (srqn >> URXE_QPN_INDEX_BITS != SLOT + 1)
-		return false;
-	*gid = fz_gid_v4_owner;
-	return true;
-}
-
 static const struct urxe_engine_ops ops = {
 	.xmit = wire_xmit,
 	.now = fake_now,
-	.xrc_route = xrc_route,
+	.xrc_route = fz_xrc_route,
 };
 
 static void qp_event(struct urxe_eqp *qp, enum ibv_event_type ev)
@@ -171,50 +132,6 @@ static void qp_event(struct urxe_eqp *qp, enum ibv_event_type ev)
 	if (fz_trace)
 		fprintf(stderr, "fuzz_rx:   QP 0x%06x: event %d\n", qp->qpn, ev);
 	f->events++;
-}
-
-static uint32_t srq_queued(const struct fsrq *x)
-{
-	return atomic_load(&x->s.rq.prod) - atomic_load(&x->s.rq.cons);
-}
-
-/*
- * The TGT QP points at an XRC SRQ of its domain, still in the table, and
- * uses its PD and CQ, exactly while a message is under way (a receive WQE
- * held or being filled, a WRITE half placed).  XSB (another domain) is
- * never consumed from, nor XS1 while it is out of the table.
- */
-static void check_xrc(void)
-{
-	const struct urxe_eqp *t = &fz.q[TGT].qp;
-	bool busy = t->rq_active || t->srq_held || t->wr_mem;
-	unsigned int k;
-
-	if (!t->srq) {
-		if (busy || t->pd || t->rcq)
-			fatal("TGT QP 0x%x: no SRQ, yet receive %s/held %d/WRITE %s, "
-			      "PD %u, CQ %p", t->qpn, t->rq_active ? "active" : "idle",
-			      t->srq_held, t->wr_mem ? "active" : "idle", t->pd,
-			      (void *)t->rcq);
-	} else {
-		for (k = 0; k < NXSRQ && t->srq != &fz.xs[k].s; k++)
-			;
-		if (k == NXSRQ || k == XSB || !fz.xs[k].added)
-			fatal("TGT QP 0x%x: points at SRQ %p (XS%u%s)", t->qpn,
-			      (void *)t->srq, k, k < NXSRQ && !fz.xs[k].added ?
-			      ", removed" : "");
-		if (!busy || t->pd != t->srq->pd || t->rcq != &fz.xs[k].cq)
-			fatal("TGT QP 0x%x: at %s with no message under way (%d) "
-			      "or PD %u (SRQ's %u) or another CQ", t->qpn,
-			      xs_name[k], busy,
-			      t->pd, t->srq->pd);
-	}
-	if (atomic_load(&fz.xs[XSB].s.rq.cons) != 0 || !urxe_cq_empty(&fz.xs[XSB].cq))
-		fatal("XRC SRQ of another domain consumed (%u taken)",
-		      atomic_load(&fz.xs[XSB].s.rq.cons));
-	if (!fz.xs[XS1].added &&
-	    atomic_load(&fz.xs[XS1].s.rq.cons) != fz.xs[XS1].frozen_cons)
-		fatal("XRC SRQ XS1 consumed from while removed");
 }
 
 /* The engine's own indices stay ordered: retired <= started <= posted. */
@@ -235,22 +152,20 @@ void fz_check_queues(void)
 			      qp->sq_next, prod, atomic_load(&qp->rq.cons),
 			      atomic_load(&qp->rq.prod));
 	}
-	if (srq_queued(&fz.srq) > RQ_DEPTH)
+	if (fz_srq_queued(&fz.srq) > RQ_DEPTH)
 		fatal("SRQ: %u taken, %u posted", atomic_load(&fz.srq.s.rq.cons),
 		      atomic_load(&fz.srq.s.rq.prod));
 	for (k = 0; k < NXSRQ; k++)
-		if (srq_queued(&fz.xs[k]) > RQ_DEPTH)
-			fatal("%s: %u taken, %u posted", xs_name[k],
+		if (fz_srq_queued(&fz.xs[k]) > RQ_DEPTH)
+			fatal("XRC SRQ %u: %u taken, %u posted", k,
 			      atomic_load(&fz.xs[k].s.rq.cons),
 			      atomic_load(&fz.xs[k].s.rq.prod));
-	check_xrc();
+	fz_xrc_check();
 }
-
-
 
 void fz_trace_qps(void)
 {
-	unsigned int qi, k;
+	unsigned int qi;
 
 	for (qi = 0; qi < NQP; qi++) {
 		const struct urxe_eqp *qp = &fz.q[qi].qp;
@@ -263,17 +178,9 @@ void fz_trace_qps(void)
 			qp->rq_active ? " recv-active" : "",
 			qp->wr_mem ? " write-active" : "",
 			qp->srq_held ? " srq-held" : "");
-		for (k = 0; qi == TGT && k < NXSRQ; k++)
-			if (qp->srq == &fz.xs[k].s)
-				fprintf(stderr, " at %s", xs_name[k]);
 		fputc('\n', stderr);
 	}
-	for (k = 0; k < NXSRQ; k++)
-		fprintf(stderr, "fuzz_rx:     %s 0x%06x%s: rq %u/%u, %u out\n",
-			xs_name[k],
-			fz.xs[k].s.srqn, fz.xs[k].added ? "" : " (removed)",
-			atomic_load(&fz.xs[k].s.rq.cons),
-			atomic_load(&fz.xs[k].s.rq.prod), fz.xs[k].nout);
+	fz_xrc_trace();
 }
 
 /* ---- work requests ---- */
@@ -461,32 +368,6 @@ static void post_recv(unsigned int qi)
 	atomic_store(&f->qp.rq.prod, p + 1);
 }
 
-/*
- * An XRC SRQ's receives: 4136 bytes in the MR of its PD (XS0, XSB: MR0;
- * XS1: MR4), XS1's in one to six SGEs; now and then an empty or a tiny
- * one, or one whose last SGE has a key of another PD.
- */
-static void fill_xrecv(const struct fsrq *x, unsigned int k,
-		       struct urxe_recv_wqe *r)
-{
-	uint32_t m = x->seq % 32, len = m == 15 ? 0 : m == 31 ? 64 : 4136;
-	const struct urxe_mem *mr = &fz.mr[k == XS1 ? MR4 : MR0];
-	const struct urxe_mem *bad = &fz.mr[k == XS1 ? MR0 : MR2];
-	uint32_t n = !len ? 0 : k == XS1 && len > 64 ? 1 + x->seq % 6 : 1, i;
-	uint64_t base = mr->iova + 32768 + (x->seq % 4) * 4096;
-
-	r->wr_id = WR_ID(WR_RECV, x->qid, x->seq);
-	r->length = len;
-	r->num_sge = n;
-	for (i = 0; i < n; i++) {
-		uint32_t a = len * i / n, b = len * (i + 1) / n;
-
-		r->sge[i].addr = base + a;
-		r->sge[i].length = b - a;
-		r->sge[i].lkey = m == 23 && i == n - 1 ? bad->lkey : mr->lkey;
-	}
-}
-
 /* An SRQ's receives: numbered in a sequence of their own. */
 static void post_srq_recv(struct fsrq *x)
 {
@@ -498,7 +379,7 @@ static void post_srq_recv(struct fsrq *x)
 	if (x == &fz.srq)
 		fill_recv(&tmp, SRQ_Q, r);
 	else
-		fill_xrecv(x, (unsigned int)(x - fz.xs), r);
+		fz_xrc_fill_recv(x, (unsigned int)(x - fz.xs), r);
 	check(r->num_sge <= x->s.rq.max_sge);
 	x->out[x->nout] = x->seq++;
 	x->out_len[x->nout++] = r->length;
@@ -537,8 +418,7 @@ static void check_recv_cqe(struct fq *f, const struct ibv_wc *wc, uint32_t seq)
 }
 
 /* An SRQ receive completes once, within its size. */
-static void check_srq_cqe(struct fsrq *x, const struct ibv_wc *wc,
-			  uint32_t seq)
+void fz_check_srq_cqe(struct fsrq *x, const struct ibv_wc *wc, uint32_t seq)
 {
 	unsigned int i;
 
@@ -569,16 +449,16 @@ static void poll_cq(unsigned int qi)
 		for (i = 0; i < n; i++) {
 			uint32_t seq = (uint32_t)wc[i].wr_id;
 
-			digest(&wc[i].wr_id, sizeof(wc[i].wr_id));
-			digest(&wc[i].status, sizeof(wc[i].status));
-			digest(&wc[i].byte_len, sizeof(wc[i].byte_len));
+			fz_digest(&wc[i].wr_id, sizeof(wc[i].wr_id));
+			fz_digest(&wc[i].status, sizeof(wc[i].status));
+			fz_digest(&wc[i].byte_len, sizeof(wc[i].byte_len));
 			check(wc[i].qp_num == f->qp.qpn);
 			if ((wc[i].wr_id >> 32 & 0xff) == SRQ_Q &&
 			    (wc[i].wr_id & WR_RECV)) {
 				if (f->qp.srq != &fz.srq.s)
 					fatal("QP 0x%x: completion of SRQ receive %u",
 					      f->qp.qpn, seq);
-				check_srq_cqe(&fz.srq, &wc[i], seq);
+				fz_check_srq_cqe(&fz.srq, &wc[i], seq);
 				continue;
 			}
 			/* Nothing of another queue: no XRC receive either. */
@@ -605,47 +485,6 @@ static void poll_cq(unsigned int qi)
 	}
 }
 
-/*
- * An XRC SRQ's CQ: its own receives only, each once, reported by the TGT
- * QP (the QP that took it, IBA A14: the CQE's QP number is the TGT QP's).
- */
-static void poll_xcq(unsigned int k)
-{
-	struct fsrq *x = &fz.xs[k];
-	struct ibv_wc wc[16];
-	int n, i;
-
-	check(!x->cq.overflow);
-	while ((n = urxe_cq_pop(&x->cq, 16, wc)) > 0) {
-		for (i = 0; i < n; i++) {
-			digest(&wc[i].wr_id, sizeof(wc[i].wr_id));
-			digest(&wc[i].status, sizeof(wc[i].status));
-			digest(&wc[i].byte_len, sizeof(wc[i].byte_len));
-			if (!(wc[i].wr_id & WR_RECV) ||
-			    (wc[i].wr_id >> 32 & 0xff) != x->qid)
-				fatal("%s: completion of wr 0x%llx", xs_name[k],
-				      (unsigned long long)wc[i].wr_id);
-			if (wc[i].qp_num != fz.q[TGT].qp.qpn)
-				fatal("%s: receive %u completed by QP 0x%x, not "
-				      "TGT 0x%x", xs_name[k], (uint32_t)wc[i].wr_id,
-				      wc[i].qp_num, fz.q[TGT].qp.qpn);
-			check(wc[i].status <= IBV_WC_GENERAL_ERR);
-			check(wc[i].status != IBV_WC_SUCCESS ||
-			      wc[i].opcode == IBV_WC_RECV ||
-			      wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
-			if (fz_trace && wc[i].status)
-				fprintf(stderr, "fuzz_rx:   %s: wr 0x%llx status %d\n",
-					xs_name[k], (unsigned long long)wc[i].wr_id,
-					wc[i].status);
-			if (wc[i].status)
-				fz_stats.xrecv_err++;
-			else
-				fz_stats.xrecv_ok++;
-			check_srq_cqe(x, &wc[i], (uint32_t)wc[i].wr_id);
-		}
-	}
-}
-
 static void poll_all(void)
 {
 	unsigned int i;
@@ -653,7 +492,7 @@ static void poll_all(void)
 	for (i = 0; i < NQP; i++)
 		poll_cq(i);
 	for (i = 0; i < NXSRQ; i++)
-		poll_xcq(i);
+		fz_xrc_poll(i);
 }
 
 /*
@@ -667,9 +506,9 @@ static void check_srq_account(const struct fsrq *x)
 
 	for (qi = 0; qi < NQP; qi++)
 		held += fz.q[qi].qp.srq == &x->s && fz.q[qi].qp.srq_held;
-	if (x->nout != srq_queued(x) + held)
+	if (x->nout != fz_srq_queued(x) + held)
 		fatal("SRQ %u: %u receives outstanding, %u in the ring, %u held",
-		      x->qid, x->nout, srq_queued(x), held);
+		      x->qid, x->nout, fz_srq_queued(x), held);
 }
 
 /* ---- QP lifecycle ---- */
@@ -759,13 +598,6 @@ static void reconnect_errored(void)
 	}
 }
 
-/* XS0's limit fires when a WQE taken leaves fewer than 3 posted. */
-static void limit_reached(struct urxe_esrq *srq)
-{
-	check(srq == &fz.xs[XS0].s && !atomic_load(&srq->limit));
-	fz.xs[XS0].limits++;
-}
-
 /* Completions taken, errors repaired, receives and sends topped up. */
 void fz_housekeeping(void)
 {
@@ -779,10 +611,10 @@ void fz_housekeeping(void)
 	check_srq_account(&fz.srq);
 	for (k = 0; k < NXSRQ; k++)
 		check_srq_account(&fz.xs[k]);
-	while (!fz.rq_starved && srq_queued(&fz.srq) < RQ_FILL)
+	while (!fz.rq_starved && fz_srq_queued(&fz.srq) < RQ_FILL)
 		post_srq_recv(&fz.srq);
 	for (k = 0; k < NXSRQ; k++)
-		while (!fz.rq_starved && srq_queued(&fz.xs[k]) < RQ_FILL)
+		while (!fz.rq_starved && fz_srq_queued(&fz.xs[k]) < RQ_FILL)
 			post_srq_recv(&fz.xs[k]);
 	if (!atomic_load(&fz.xs[XS0].s.limit))
 		atomic_store(&fz.xs[XS0].s.limit, 3);
@@ -855,51 +687,6 @@ static void qp_init(unsigned int qi, enum ibv_qp_type type, unsigned int peer,
 	if (srq)
 		check(!urxe_engine_srq_attach(&f->qp, &fz.srq.s));
 	check(!urxe_engine_qp_add(fz.eng, &f->qp));
-}
-
-/* An XRC SRQ of @xrcd: its ring (@max_sge a WQE), PD and CQ. */
-static void xsrq_init(unsigned int k, uint64_t xrcd, uint32_t pd,
-		      uint32_t max_sge)
-{
-	struct fsrq *x = &fz.xs[k];
-
-	x->qid = XSRQ_Q(k);
-	x->s.pd = pd;
-	x->s.xrcd = xrcd;
-	check(!urxe_wq_init(&x->s.rq, RQ_DEPTH, max_sge, 0,
-			    sizeof(struct urxe_recv_wqe)));
-	check(!urxe_cq_ring_init(&x->cq, 2 * RQ_DEPTH));
-	x->s.cq = &x->cq;
-	if (k == XS0)
-		x->s.limit_reached = limit_reached;
-	check(!urxe_engine_xsrq_add(fz.eng, &x->s));
-	check(x->s.srqn >> URXE_QPN_INDEX_BITS == SLOT);
-	x->added = true;
-}
-
-/*
- * XS1 leaves the engine's table (a message the TGT QP has under way in it
- * is dropped, its WQE flushed), or comes back under a new number: WQEs
- * already posted at INI name the old one.
- */
-void fz_xsrq_toggle(void)
-{
-	struct fsrq *x = &fz.xs[XS1];
-
-	fz_stats.xsrq_toggles++;
-	if (x->added) {
-		urxe_engine_xsrq_remove(fz.eng, &x->s);
-		check(!urxe_engine_xsrq_lookup(fz.eng, x->s.srqn));
-		x->added = false;
-		x->frozen_cons = atomic_load(&x->s.rq.cons);
-	} else {
-		check(!urxe_engine_xsrq_add(fz.eng, &x->s));
-		check(urxe_engine_xsrq_lookup(fz.eng, x->s.srqn) == &x->s);
-		x->added = true;
-	}
-	if (fz_trace)
-		fprintf(stderr, "fuzz_rx: XS1 %s, number 0x%06x\n",
-			x->added ? "added back" : "removed", x->s.srqn);
 }
 
 /*
@@ -984,10 +771,7 @@ void fz_world_init(bool new_engine)
 	qp_init(UD, IBV_QPT_UD, UD, false);
 	qp_init(INI, IBV_QPT_XRC_SEND, TGT, false);
 	qp_init(TGT, IBV_QPT_XRC_RECV, INI, false);
-	xsrq_init(XS0, XRCD_A, PD, 1);
-	xsrq_init(XS1, XRCD_A, PD + 1, 6);
-	xsrq_init(XSB, XRCD_B, PD, 2);
-	check(fz.xs[XS0].s.rq.stride < fz.xs[XS1].s.rq.stride);
+	fz_xrc_init();
 	for (qi = 0; qi < NQP; qi++)
 		qp_connect(qi, 0xfffff0);
 	fz_housekeeping();
@@ -1013,16 +797,7 @@ void fz_world_fini(bool keep_engine)
 			urxe_cq_ring_fini(&fz.q[i].cq);
 	}
 	urxe_wq_fini(&fz.srq.s.rq);
-	/* (TGT's removal flushed the WQE it held to its XRC SRQ's CQ) */
-	for (i = 0; i < NXSRQ; i++) {
-		struct fsrq *x = &fz.xs[i];
-
-		if (x->added)
-			urxe_engine_xsrq_remove(fz.eng, &x->s);
-		check(!urxe_engine_xsrq_lookup(fz.eng, x->s.srqn));
-		urxe_wq_fini(&x->s.rq);
-		urxe_cq_ring_fini(&x->cq);
-	}
+	fz_xrc_fini();	/* (after TGT: it flushed its WQE to an XRC CQ) */
 	for (i = 0; i < NMR; i++) {
 		check(!urxe_engine_mem_remove(fz.eng, &fz.mr[i]));
 		if (!keep_engine) {

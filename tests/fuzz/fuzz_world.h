@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The world fuzz_rx drives (fuzz_world.c): one engine, its QPs, MRs and
- * work requests, the captured wire, and the checks made after every frame
- * and input.  Shared by the libFuzzer entry points (fuzz_rx.c) and the
+ * The world fuzz_rx drives (fuzz_world.c, its XRC SRQs fuzz_xrc.c): one
+ * engine, its QPs, MRs and work requests, the captured wire, and the
+ * checks made after every frame and input.  Shared by the libFuzzer entry points (fuzz_rx.c) and the
  * plain replay driver (replay.c).
  */
 #ifndef URXE_FUZZ_WORLD_H
@@ -140,8 +140,29 @@ void fz_world_fini(bool keep_engine);
 void fz_housekeeping(void);
 /* Send queue indices in order; MR references all accounted for. */
 void fz_check_queues(void);
+/* Folds @n bytes into fz.digest (the plain driver only). */
+void fz_digest(const void *p, size_t n);
+/* An SRQ receive completes once, within its size. */
+void fz_check_srq_cqe(struct fsrq *x, const struct ibv_wc *wc, uint32_t seq);
+
+static inline uint32_t fz_srq_queued(const struct fsrq *x)
+{
+	return atomic_load(&x->s.rq.prod) - atomic_load(&x->s.rq.cons);
+}
+
+/* fuzz_xrc.c: the XRC SRQs, the relays, the checks of the XRC pair. */
+void fz_xrc_init(void);
+void fz_xrc_fini(void);
 /* XRC: XS1 leaves the engine's table, or comes back (a new number). */
 void fz_xsrq_toggle(void);
+void fz_xrc_fill_recv(const struct fsrq *x, unsigned int k,
+		      struct urxe_recv_wqe *r);
+void fz_xrc_poll(unsigned int k);
+void fz_xrc_check(void);
+void fz_xrc_trace(void);
+bool fz_xrc_route(void *priv, const struct urxe_eqp *qp, uint32_t srqn,
+		  union ibv_gid *gid);
+void fz_xrc_relayed(const uint8_t *p, uint32_t len);
 void fz_check_mem_refs(void);
 void fz_trace_qps(void);
 /* atexit: the world torn down; counts printed if fz_stats.print. */
