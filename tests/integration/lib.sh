@@ -559,6 +559,25 @@ fcntl.ioctl(socket.socket(), 0x8946, ifr)  # SIOCETHTOOL
 	fi
 }
 
+# xrc_domain_files: ibv_xsrq_pingpong and perftest's -c XRC open their XRC
+# domain through fixed files (/tmp/xrc_domain, /tmp/xrc_domain_server,
+# /tmp/xrc_domain_client; O_RDONLY|O_CREAT, mode 0440): one left by a run
+# as another user would refuse this one (EACCES).  As root, make each
+# readable by all (creating it, owned by root, if missing); otherwise
+# return 1 when one of them is unreadable.
+xrc_domain_files() {
+	local f ok=0
+	for f in /tmp/xrc_domain /tmp/xrc_domain_server /tmp/xrc_domain_client; do
+		if [ "$(id -u)" -eq 0 ]; then
+			[ -e "$f" ] || (umask 0222 && : >"$f")
+			chmod a+r "$f"
+		elif [ -e "$f" ] && ! [ -r "$f" ]; then
+			ok=1
+		fi
+	done
+	return "$ok"
+}
+
 # traffic_turn: waits (300 s at most) for this test's turn at heavy
 # traffic.  Tests that measure bandwidth or capture every frame take turns
 # host-wide (an flock held until the test exits), so that under `ctest -j`

@@ -36,6 +36,7 @@ command -v tcpdump >/dev/null || PCAP=0
 [ "$PCAP" -eq 1 ] || note "captures skipped: they need root and tcpdump"
 LIB="LD_LIBRARY_PATH=$B/lib"
 T_LIMIT=60
+xrc_domain_files || skip "a /tmp/xrc_domain* file of another user is unreadable (run as root)"
 
 # xp WHERE CLIENTS SIZE ITERS FLAGS [capture]: one ibv_xsrq_pingpong run,
 # a server and CLIENTS client processes; WHERE is lo or ns4.  Every
