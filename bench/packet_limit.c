@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	pthread_create(&th, NULL, rx_main, b);
 	t0 = now_s();
 	do {
-		rc = urxe_packet_send(a, o, BATCH);
+		rc = urxe_packet_send(a, o, BATCH, NULL);
 		if (rc > 0)
 			sent += (unsigned long)rc;
 		else if (rc != -EAGAIN)

@@ -26,8 +26,10 @@
  *
  * IPv4 goes out with DF, ID 0, TTL 64 and UDP checksum 0 (the ICRC the
  * engine computed assumes exactly that); IPv6 with hop limit 64 and a real
- * UDP checksum.  Nothing locks: the caller serializes calls on one
- * instance.
+ * UDP checksum.  With GSO (packet_gso.c: PACKET_VNET_HDR, through the
+ * qdisc) runs of one flow leave as super-frames, segment i with ID i and
+ * a real checksum, and super-frames arriving whole are split.  Nothing
+ * locks: the caller serializes calls on one instance.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -56,6 +58,15 @@
 #define RX_RING_BYTES (8u << 20)
 #define TX_FRAMES 256u
 #define BLOCK_BYTES (1u << 16)
+/*
+ * GSO: RX frames hold a 64 KiB super-frame behind its headers, 31 to a
+ * 2 MiB block; TX frames hold super-frames of up to 32 KiB.
+ */
+#define GSO_RX_FRAME (65536u + 256u)
+#define GSO_RX_BLOCK (2u << 20)
+#define GSO_RX_RING_BYTES (16u << 20)
+#define GSO_TX_FRAME (32u << 10)
+#define GSO_HDRS (URXE_PACKET_VNET_LEN + 14 + 40 + 8)
 #define ROCE_FRAME_MAX 4300u		/* Ethernet .. ICRC of any RoCE frame */
 #define TX_DATA_OFF TPACKET_ALIGN(sizeof(struct tpacket2_hdr))
 #define NEIGH_SLOTS 32
@@ -69,6 +80,8 @@ struct ring {
 	uint8_t *base;
 	unsigned int frame_size;
 	unsigned int nframes;
+	unsigned int per_block;		/* frames in a block (none straddles) */
+	size_t block_size;
 	unsigned int head;
 };
 
@@ -89,6 +102,9 @@ struct urxe_packet {
 	size_t map_len;
 	struct ring rx, tx;
 	unsigned int rx_held;		/* handed out by recv, not released */
+	unsigned int rx_part;		/* segments of the next one handed out */
+	bool gso;			/* PACKET_VNET_HDR, super-frames */
+	uint32_t (*id_delta)(uint32_t len, uint16_t id);
 	unsigned int rx_since_tx;	/* frames received since the last send */
 	unsigned int rx_run;		/* ... since the last with an answer */
 	int ifindex;
@@ -702,7 +718,8 @@ int urxe_packet_mcast(struct urxe_packet *p, const uint8_t *gid, bool join)
 static struct tpacket2_hdr *frame_at(const struct ring *r, unsigned int i)
 {
 	return (struct tpacket2_hdr *)(void *)(r->base +
-					       (size_t)i * r->frame_size);
+		(size_t)(i / r->per_block) * r->block_size +
+		(size_t)(i % r->per_block) * r->frame_size);
 }
 
 static uint32_t status_acquire(const struct tpacket2_hdr *h)
@@ -723,17 +740,45 @@ static int flush(struct urxe_packet *p)
 	return errno == EAGAIN || errno == ENOBUFS ? -EAGAIN : -errno;
 }
 
-int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
-		     unsigned int n)
+/* Builds out[0..] into ring frame @h: packets taken, or -errno. */
+static int build_frame(struct urxe_packet *p, const struct urxe_packet_out *out,
+		       unsigned int n, struct tpacket2_hdr *h, const uint8_t *dmac)
 {
-	unsigned int i, queued = 0;
+	uint8_t *f = (uint8_t *)h + TX_DATA_OFF;
+	size_t cap = p->tx.frame_size - TX_DATA_OFF;
+	unsigned int m = 1;
+	int rc;
+
+	if (!p->gso) {
+		rc = urxe_packet_build(dmac, p->mac, out, f, cap, p->mtu);
+		if (rc >= 0)
+			h->tp_len = (uint32_t)rc;
+		return rc < 0 ? rc : 1;
+	}
+	m = urxe_packet_gso_run(out, n, cap - GSO_HDRS);
+	rc = urxe_packet_build_gso(dmac, p->mac, out, m, f, cap, p->mtu,
+				   p->id_delta);
+	if (rc < 0 && m > 1) {
+		m = 1;
+		rc = urxe_packet_build_gso(dmac, p->mac, out, 1, f, cap,
+					   p->mtu, p->id_delta);
+	}
+	if (rc >= 0)
+		h->tp_len = (uint32_t)rc;
+	return rc < 0 ? rc : (int)m;
+}
+
+int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
+		     unsigned int n, uint16_t *ip_id)
+{
+	unsigned int i = 0, j, m, queued = 0;
 	struct tpacket2_hdr *h;
 	bool answer = false;
 	uint8_t dmac[6];
 	uint32_t st;
 	int rc = 0;
 
-	for (i = 0; i < n; i++) {
+	while (i < n) {
 		h = frame_at(&p->tx, p->tx.head);
 		st = status_acquire(h);
 		if (st != TP_STATUS_AVAILABLE && st != TP_STATUS_WRONG_FORMAT) {
@@ -749,18 +794,20 @@ int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
 		}
 		rc = dest_mac(p, out[i].dst, dmac);
 		if (!rc)
-			rc = urxe_packet_build(dmac, p->mac, &out[i],
-					       (uint8_t *)h + TX_DATA_OFF,
-					       p->tx.frame_size - TX_DATA_OFF,
-					       p->mtu);
+			rc = build_frame(p, out + i, n - i, h, dmac);
 		if (rc < 0)
 			break;
-		h->tp_len = (uint32_t)rc;
+		m = (unsigned int)rc;
 		rc = 0;
 		status_release(h, TP_STATUS_SEND_REQUEST);
 		p->tx.head = (p->tx.head + 1) % p->tx.nframes;
 		queued++;
-		answer |= !out[i].ack;
+		for (j = 0; j < m; j++) {
+			answer |= !out[i + j].ack;
+			if (ip_id)
+				ip_id[i + j] = (uint16_t)j;
+		}
+		i += m;
 	}
 	if (queued) {
 		int frc = flush(p);
@@ -775,12 +822,47 @@ int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
 	return i ? (int)i : rc;
 }
 
+bool urxe_packet_gso(const struct urxe_packet *p)
+{
+	return p->gso;
+}
+
+/*
+ * The next frame's packets into in[], from segment p->rx_part on: how
+ * many; *done when the frame is all handed out.  0 and *done: not ours.
+ */
+static unsigned int take_frame(struct urxe_packet *p,
+			       const struct tpacket2_hdr *h,
+			       struct urxe_packet_in *in, unsigned int n,
+			       bool *done)
+{
+	const uint8_t *f = (const uint8_t *)h + h->tp_mac;
+	int k;
+
+	*done = true;
+	if (!p->gso)
+		return urxe_packet_parse(f, h->tp_snaplen, in) ? 0 : 1;
+	k = urxe_packet_split(f - URXE_PACKET_VNET_LEN, f, h->tp_snaplen,
+			      p->rx_part, in, n);
+	if (k <= 0)
+		return 0;
+	if ((unsigned int)k - p->rx_part > n) {
+		p->rx_part += n;
+		*done = false;
+		return n;
+	}
+	n = (unsigned int)k - p->rx_part;
+	p->rx_part = 0;
+	return n;
+}
+
 int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		     unsigned int n)
 {
-	unsigned int got = 0, idx;
+	unsigned int got = 0, idx, k;
 	struct tpacket2_hdr *h;
 	const struct sockaddr_ll *sll;
+	bool done;
 	uint32_t st;
 
 	urxe_packet_release(p);
@@ -790,32 +872,40 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		st = status_acquire(h);
 		if (!(st & TP_STATUS_USER))
 			break;
-		p->rx_held++;
 		sll = (const struct sockaddr_ll *)(const void *)
 		      ((const uint8_t *)h + TPACKET_ALIGN(sizeof(*h)));
 		if (sll->sll_pkttype == PACKET_OUTGOING ||
-		    sll->sll_pkttype == PACKET_OTHERHOST)
+		    sll->sll_pkttype == PACKET_OTHERHOST) {
+			p->rx_held++;
 			continue;
+		}
 		if (h->tp_snaplen < h->tp_len) {
+			p->rx_held++;
 			if (!p->warned_trunc)
-				urxe_warn("packet backend: a %u-byte frame on %s is longer than the ring's frames (a GSO super-frame from a veth peer? its sender must segment: URXE_GSO=0, or ethtool -K IF tx-udp-segmentation off); dropped",
+				urxe_warn("packet backend: a %u-byte frame on %s is longer than the ring's frames (a GSO super-frame from a veth peer? without GSO here its sender must segment: URXE_GSO=0, or ethtool -K IF tx-udp-segmentation off); dropped",
 					  h->tp_len, p->ifname);
 			p->warned_trunc = true;
 			continue;
 		}
-		if (urxe_packet_parse((const uint8_t *)h + h->tp_mac,
-				      h->tp_snaplen, &in[got]))
-			continue;
+		k = take_frame(p, h, &in[got], n - got, &done);
+		/*
+		 * A frame in part handed out stays ours (not counted in
+		 * rx_held: the next recv goes on with it).
+		 */
+		if (done)
+			p->rx_held++;
 		/*
 		 * On loopback every instance's ring sees every frame: one to
 		 * another slot's address (a udp sender's copy of a multicast
 		 * packet, QPN 0xFFFFFF) is that slot's, not ours.
 		 */
-		if (p->loopback && urxe_gid_is_v4(in[got].dst) &&
+		if (k && p->loopback && urxe_gid_is_v4(in[got].dst) &&
 		    !gid_is_mcast(in[got].dst) &&
 		    memcmp(in[got].dst + 12, &p->lo_addr, 4))
-			continue;
-		got++;
+			k = 0;		/* its segments: one destination */
+		got += k;
+		if (!done)
+			break;
 	}
 	p->rx_since_tx += got;
 	p->rx_run += got;
@@ -854,15 +944,27 @@ static int setup_rings(struct urxe_packet *p)
 	unsigned int fs = pow2_at_least(TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + wire);
 	struct tpacket_req rx = { 0 }, tx = { 0 };
 	unsigned int block = fs > BLOCK_BYTES ? fs : BLOCK_BYTES;
+	unsigned int rx_block = block, rx_fs = fs, rx_bytes = RX_RING_BYTES;
 	int rc;
 
 	rc = set_int(p->fd, SOL_PACKET, PACKET_VERSION, TPACKET_V2);
 	if (rc)
 		return rc;
-	rx.tp_block_size = block;
-	rx.tp_frame_size = fs;
-	rx.tp_block_nr = RX_RING_BYTES / block ? RX_RING_BYTES / block : 1;
-	rx.tp_frame_nr = rx.tp_block_nr * (block / fs);
+	/* Before the rings: each frame then carries a virtio_net_hdr. */
+	if (p->gso && set_int(p->fd, SOL_PACKET, PACKET_VNET_HDR, 1))
+		p->gso = false;
+	if (p->gso) {
+		rx_fs = GSO_RX_FRAME;
+		rx_block = GSO_RX_BLOCK;
+		rx_bytes = GSO_RX_RING_BYTES;
+		if (fs < GSO_TX_FRAME)
+			fs = GSO_TX_FRAME;
+		block = fs > BLOCK_BYTES ? fs : BLOCK_BYTES;
+	}
+	rx.tp_block_size = rx_block;
+	rx.tp_frame_size = rx_fs;
+	rx.tp_block_nr = rx_bytes / rx_block ? rx_bytes / rx_block : 1;
+	rx.tp_frame_nr = rx.tp_block_nr * (rx_block / rx_fs);
 	tx.tp_block_size = block;
 	tx.tp_frame_size = fs;
 	tx.tp_block_nr = (TX_FRAMES * fs + block - 1) / block;
@@ -870,7 +972,8 @@ static int setup_rings(struct urxe_packet *p)
 	if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &rx, sizeof(rx)) ||
 	    setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof(tx)))
 		return -errno;
-	p->map_len = (size_t)(rx.tp_block_nr + tx.tp_block_nr) * block;
+	p->map_len = (size_t)rx.tp_block_nr * rx_block +
+		     (size_t)tx.tp_block_nr * block;
 	p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_POPULATE, p->fd, 0);
 	if (p->map == MAP_FAILED) {
@@ -879,11 +982,15 @@ static int setup_rings(struct urxe_packet *p)
 	}
 	/* The RX ring comes first in the mapping, then the TX ring. */
 	p->rx.base = p->map;
-	p->rx.frame_size = fs;
+	p->rx.frame_size = rx_fs;
 	p->rx.nframes = rx.tp_frame_nr;
-	p->tx.base = p->map + (size_t)rx.tp_block_nr * block;
+	p->rx.per_block = rx_block / rx_fs;
+	p->rx.block_size = rx_block;
+	p->tx.base = p->map + (size_t)rx.tp_block_nr * rx_block;
 	p->tx.frame_size = fs;
 	p->tx.nframes = tx.tp_frame_nr;
+	p->tx.per_block = block / fs;
+	p->tx.block_size = block;
 	return 0;
 }
 
@@ -914,8 +1021,13 @@ static int open_ring_socket(struct urxe_packet *p, unsigned int slot)
 	rc = setup_rings(p);
 	if (rc)
 		return rc;
-	/* Sent frames skip the qdisc (and so local taps: capture remotely). */
-	set_int(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, 1);
+	/*
+	 * Sent frames skip the qdisc (and so local taps: capture remotely) —
+	 * but for GSO: the direct path drops a super-frame the device cannot
+	 * cut itself (the kernel's software GSO works through the qdisc).
+	 */
+	if (!p->gso)
+		set_int(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, 1);
 	/* Others' frames leaving this interface are not ours (4.20+). */
 	set_int(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
 	if (bind(p->fd, (struct sockaddr *)&ll, sizeof(ll)))
@@ -977,6 +1089,8 @@ int urxe_packet_open(const struct urxe_packet_conf *conf,
 	p->ifindex = conf->ifc->ifindex;
 	p->mtu = conf->ifc->mtu;
 	p->loopback = conf->ifc->loopback;
+	p->gso = conf->gso && conf->icrc_id_delta && urxe_packet_gso_probe();
+	p->id_delta = conf->icrc_id_delta;
 	memcpy(p->mac, conf->ifc->mac, 6);
 	snprintf(p->ifname, sizeof(p->ifname), "%s", conf->ifc->name);
 	rc = open_ring_socket(p, conf->slot);

@@ -59,12 +59,13 @@ static uint16_t pkt_sport(void *priv, uint16_t sport)
 	return sport;
 }
 
-static void capture_tx(struct urxe_dev *dev, const struct urxe_packet_out *o)
+static void capture_tx(struct urxe_dev *dev, const struct urxe_packet_out *o,
+		       uint16_t ip_id)
 {
 	static __thread uint8_t flat[9216];
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst, .sport = o->sport,
-		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64, .ip_id = 0,
+		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64, .ip_id = ip_id,
 		.roce = flat,
 	};
 	unsigned int i;
@@ -83,11 +84,38 @@ static void count_lost(struct urxe_dev *dev, unsigned int lost)
 					  lost, memory_order_relaxed);
 }
 
+static int flow_cmp(const struct urxe_packet_out *a,
+		    const struct urxe_packet_out *b)
+{
+	int c = memcmp(a->dst, b->dst, 16);
+
+	return c ? c : (int)a->sport - (int)b->sport;
+}
+
+/*
+ * Groups the batch by destination and source port, keeping the order
+ * within each group (a QP's packets stay in order): runs of one flow can
+ * leave as one super-frame, as on the udp backend.
+ */
+static void group_flows(struct urxe_packet_out *out, unsigned int k)
+{
+	unsigned int i, j;
+
+	for (i = 1; i < k; i++) {
+		struct urxe_packet_out t = out[i];
+
+		for (j = i; j > 0 && flow_cmp(&out[j - 1], &t) > 0; j--)
+			out[j] = out[j - 1];
+		out[j] = t;
+	}
+}
+
 static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
 	static __thread struct urxe_pkt faulted[2 * URXE_DEV_FAULTS_BATCH];
 	struct urxe_dev *dev = priv;
 	struct urxe_packet_out out[TX_BATCH];
+	uint16_t ip_id[TX_BATCH];
 	unsigned int i, k, sent = 0, tries = 0;
 	int rc = 0;
 
@@ -117,8 +145,11 @@ static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		out[i].iov = pkts[i].iov;
 		out[i].niov = pkts[i].niov;
 	}
+	if (k > 1 && urxe_packet_gso(dev->pkt))
+		group_flows(out, k);
 	while (sent < k) {
-		rc = urxe_packet_send(dev->pkt, out + sent, k - sent);
+		rc = urxe_packet_send(dev->pkt, out + sent, k - sent,
+				      ip_id + sent);
 		if (rc == -EAGAIN && ++tries <= TX_TRIES) {
 			/* The TX ring is full of frames still leaving. */
 			struct pollfd pfd = {
@@ -139,7 +170,7 @@ static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		}
 		if (dev->cap)
 			for (i = sent; i < sent + (unsigned int)rc; i++)
-				capture_tx(dev, &out[i]);
+				capture_tx(dev, &out[i], ip_id[i]);
 		sent += (unsigned int)rc;
 	}
 	if (sent < k && sent)
@@ -242,19 +273,33 @@ int urxe_dev_packet_bind(struct urxe_dev *dev)
 		.ifc = &dev->iface,
 		.slot = dev->slot.index,
 		.lo_addr = urxe_slot_loopback_addr(dev->slot.addr_index),
+		.icrc_id_delta = urxe_icrc_ipv4_id_delta,
 	};
+	const char *gso = getenv("URXE_GSO");
 	unsigned int budget;
 	int fd, rc;
 
 	urxe_dev_debug_knobs(dev);
+	/*
+	 * URXE_GSO=0: one frame per packet both ways (small RX frames, no
+	 * virtio_net_hdr), as on the udp backend; fault injection decides
+	 * per packet: no GSO with it either.
+	 */
+	conf.gso = !(gso && !strcmp(gso, "0")) && !dev->faults;
 	rc = urxe_packet_open(&conf, &dev->pkt);
 	if (rc)
 		goto err_cap;
 	fd = urxe_packet_fd(dev->pkt);
 	dev->udp_fds[0] = fd;
 	dev->nudp_fds = 1;
-	/* Peers are assumed to hold what we do, within reason. */
+	/*
+	 * Peers are assumed to hold what we do, within reason.  With GSO the
+	 * ring's frames are fewer but hold a super-frame each (up to ~60
+	 * packets): the packets in flight are counted as without it.
+	 */
 	budget = urxe_packet_rx_frames(dev->pkt) / 4;
+	if (urxe_packet_gso(dev->pkt))
+		budget = BUDGET_MAX;
 	urxe_engine_set_budget(dev->eng, budget < BUDGET_MAX ? budget : BUDGET_MAX);
 	if (!dev->iface.loopback)
 		urxe_engine_set_read_window(dev->eng, WINDOW_READ_REAL);

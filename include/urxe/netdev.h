@@ -402,6 +402,17 @@ struct urxe_packet_conf {
 	const struct urxe_iface *ifc;
 	unsigned int slot;		/* accept this slot's frames */
 	struct in_addr lo_addr;		/* loopback: the slot's address */
+	/*
+	 * GSO both ways (packet_gso.c) when the kernel takes UDP GSO in a
+	 * virtio_net_hdr (PACKET_VNET_HDR, 6.2+, probed): runs of packets of
+	 * one flow leave as one super-frame, super-frames arriving whole are
+	 * split.  Else (or without the kernel's support) one frame a packet.
+	 * @icrc_id_delta (required with it): what turns the ICRC of an IPv4
+	 * packet of @len bytes sent with ID 0 into the one for ID @id (the
+	 * engine's urxe_icrc_ipv4_id_delta(): netdev computes no ICRC).
+	 */
+	bool gso;
+	uint32_t (*icrc_id_delta)(uint32_t len, uint16_t id);
 };
 
 /*
@@ -450,10 +461,15 @@ struct urxe_packet_out {
  * is full; any other concerns out[0] alone (-EMSGSIZE: beyond the MTU,
  * -EHOSTUNREACH: no link-layer address, logged once, -EADDRNOTAVAIL: the
  * host's own address, ...).  The first packet to a destination may wait
- * (up to a second, once) for the kernel to resolve its next hop.
+ * (up to a second, once) for the kernel to resolve its next hop.  With
+ * GSO, consecutive packets of one flow (urxe_packet_gso_run()) leave as
+ * one super-frame, the i-th of a run with IPv4 ID i (its ICRC corrected
+ * in the ring); @ip_id (optional, n entries) receives each packet's ID.
  */
 int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
-		     unsigned int n);
+		     unsigned int n, uint16_t *ip_id);
+/* Whether this instance sends and takes GSO super-frames. */
+bool urxe_packet_gso(const struct urxe_packet *p);
 
 /* One received frame, in place in the RX ring. */
 struct urxe_packet_in {
@@ -470,6 +486,8 @@ struct urxe_packet_in {
 	uint8_t tos;
 	uint8_t ttl;
 	uint16_t ip_id;
+	/* A segment of a super-frame: its own IP and UDP headers (@ip). */
+	uint8_t hdr[68];
 };
 
 /*
@@ -497,5 +515,44 @@ int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
 		      unsigned int mtu);
 int urxe_packet_parse(const uint8_t *f, uint32_t len,
 		      struct urxe_packet_in *in);
+
+/* ---- GSO on the packet backend (packet_gso.c) ---- */
+
+#define URXE_PACKET_VNET_LEN 10		/* struct virtio_net_hdr */
+/*
+ * Whether the kernel takes VIRTIO_NET_HDR_GSO_UDP_L4 from a packet socket
+ * (asked once a process: a two-segment frame to the discard port on lo,
+ * else the kernel's version, 6.2 or later).
+ */
+bool urxe_packet_gso_probe(void);
+/*
+ * How many of @o[0..n-1] (at least 1) make one super-frame: one flow
+ * (addresses, port, class, destination QPN or XRC SRQ), all of o[0]'s
+ * length but a shorter last, within @room bytes of RoCE data.
+ */
+unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
+				 unsigned int n, size_t room);
+/*
+ * Builds @o[0..m-1] into @f (@cap bytes) as a virtio_net_hdr and one
+ * frame: for m > 1 a super-frame (UDP GSO, segment size o[0]'s length,
+ * partial UDP checksum for the kernel to finish per segment, segment i's
+ * ICRC corrected for IPv4 ID i by @icrc_id_delta), else the plain frame of
+ * urxe_packet_build() behind an empty header.  Returns the bytes written
+ * (header included) or -EMSGSIZE.
+ */
+int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
+			  const struct urxe_packet_out *o, unsigned int m,
+			  uint8_t *f, size_t cap, unsigned int mtu,
+			  uint32_t (*icrc_id_delta)(uint32_t len, uint16_t id));
+/*
+ * A received frame @f (@len bytes) behind its virtio_net_hdr @vnet: fills
+ * @in[j] with segment @first + j (j < @n) — a frame without GSO is one
+ * segment, in place; a UDP GSO super-frame's segment i has its own IP and
+ * UDP headers in in[j].hdr (lengths, IPv4 ID base + i).  Returns the
+ * number of segments of the frame, or -EINVAL.
+ */
+int urxe_packet_split(const uint8_t *vnet, const uint8_t *f, uint32_t len,
+		      unsigned int first, struct urxe_packet_in *in,
+		      unsigned int n);
 
 #endif

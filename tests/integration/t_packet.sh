@@ -13,10 +13,17 @@
 #     perftest's ib_write_bw, ib_read_bw, ib_send_lat pass;
 #   - three processes in namespace A share its one IP and run concurrent
 #     RC pingpongs (-e) with three peers in B; all pass;
-#   - a packet end talks to a udp end, both ways round;
+#   - GSO (PACKET_VNET_HDR, when the kernel takes UDP GSO there: 6.2+):
+#     ib_write_bw between packet ends sends super-frames that cross the
+#     veth whole (captured on vethB: frames longer than the MTU) and are
+#     split by the receiving ring;
+#   - a packet end talks to a udp end, both ways round; the udp end's GSO
+#     super-frames cross the veth whole and the packet end takes them
+#     (kernels before 6.2: the veths segment them instead);
 #   - both ends on one namespace's lo with the packet backend (each process
 #     its slot's own 127.x address): ibv_rc_pingpong, ibv_ud_pingpong,
-#     ib_write_bw pass, and lo's capture of the pingpong is valid;
+#     ib_write_bw pass (with GSO: runs cross lo whole), and lo's capture
+#     of the pingpong (URXE_GSO=0) is valid;
 #   - UD multicast (tests/urxe_mcast): two QPs in B attached to a group
 #     each get every datagram of a sender in A once, with the group in the
 #     GRH, and a detached one no more; the kernel's membership on vethB
@@ -27,7 +34,9 @@
 #     counters show the damage (frames dropped for a bad ICRC, recovery);
 #   - tcpdump on the receiving side (vethB) records what A sends (sent
 #     frames bypass the qdisc, so local taps never see them) and the
-#     project's frame validator accepts every frame;
+#     project's frame validator accepts every frame; with the veths' UDP
+#     segmentation (and checksum offload) off, a GSO run arrives cut into
+#     MTU-sized frames, segment i with IPv4 ID i, each ICRC valid;
 #   - ib_write_bw -s 4096 -n $SC_ITERS under `strace -c -f` (every system
 #     call of every thread counted): each process, the receiving one and
 #     the sending one, must make fewer than 0.1 per data packet.
@@ -149,6 +158,29 @@ for prog in ib_write_bw ib_read_bw ib_send_lat; do
 		'^ *(2|65536) +2000 '
 done
 
+# --- GSO between packet ends -------------------------------------------------
+# The veths cut nothing (tx-udp-segmentation on, as made): a GSO run
+# crosses as one super-frame, which the receiving ring takes whole.
+kmaj=$(uname -r | cut -d. -f1) kmin=$(uname -r | cut -d. -f2)
+GSO_KERNEL=0
+[ "$kmaj" -gt 6 ] || { [ "$kmaj" -eq 6 ] && [ "${kmin%%[!0-9]*}" -ge 2 ]; } && GSO_KERNEL=1
+# super NAME: frames of capture NAME (stopped here) longer than vethB's MTU.
+super() {
+	sleep 0.3
+	kill -INT "$PCAP_PID" 2>/dev/null || true
+	reap "$PCAP_PID"
+	SUPER=$(tcpdump -r "$WORK/$1.raw.pcap" -nn 'greater 1515' 2>/dev/null | wc -l)
+}
+if [ "$GSO_KERNEL" = 1 ]; then
+	pcap_start cap_gso vethB "$NB"
+	pp gso_wbw "$NB" packet "$A" packet ib_write_bw -x 1 -F -n 2000
+	super cap_gso
+	check "gso_wbw: A's GSO super-frames crossed vethB whole ($SUPER frames longer than the MTU) and B's ring took them" \
+		test "$SUPER" -gt 0
+else
+	note "kernel $(uname -r): no UDP GSO through PACKET_VNET_HDR (6.2+): one frame per packet"
+fi
+
 # --- three processes share A's IP ---------------------------------------------
 ports=() spids=() cpids=() tport=0
 AS_USER=("${CAP_USER[@]}")
@@ -210,8 +242,12 @@ pp_lo() {
 		show "$name.srv"
 	fi
 }
+# lo segments nothing: its capture would show GSO runs whole (as for the
+# udp backend): the captured run goes packet by packet.
 pcap_start cap_lo lo "$A"
+LO_END+=(URXE_GSO=0)
 pp_lo lo_rc ibv_rc_pingpong -g 0 -n 200
+unset 'LO_END[-1]'
 # shellcheck disable=SC2046 # two addresses
 pcap_check cap_lo "rc_pingpong on lo, captured on lo" $(gid_hosts lo_rc.cli lo_rc.srv)
 pp_lo lo_ud ibv_ud_pingpong -g 0 -n 200
@@ -219,14 +255,24 @@ pp_lo lo_wbw ib_write_bw -x 0 -F -n 2000
 expect_match "lo_wbw: the client reports its result" lo_wbw.cli '^ *65536 +2000 '
 
 # --- packet <-> udp ---------------------------------------------------------
-# A udp end's GSO sends cross a veth unsegmented (one super-frame, which a
-# packet end's ring cannot hold): its veth segments them, as a NIC would.
-ip netns exec "$NB" ethtool -K vethB tx-udp-segmentation off >/dev/null 2>&1 ||
-	note "cannot turn tx-udp-segmentation off on vethB"
-ip netns exec "$A" ethtool -K vethA tx-udp-segmentation off >/dev/null 2>&1 || true
+# A udp end's GSO sends cross a veth unsegmented (one super-frame): a
+# packet end with GSO takes them whole; before 6.2 its ring cannot, and
+# the veths segment them, as a NIC would.
+if [ "$GSO_KERNEL" = 0 ]; then
+	ip netns exec "$NB" ethtool -K vethB tx-udp-segmentation off >/dev/null 2>&1 ||
+		note "cannot turn tx-udp-segmentation off on vethB"
+	ip netns exec "$A" ethtool -K vethA tx-udp-segmentation off >/dev/null 2>&1 || true
+fi
 pp interop1 "$NB" udp "$A" packet ibv_rc_pingpong -g 1 -n 300
 pp interop2 "$NB" packet "$A" udp ibv_rc_pingpong -g 1 -n 300
 pp interop3 "$NB" udp "$A" packet ib_write_bw -x 1 -F -n 2000
+if [ "$GSO_KERNEL" = 1 ]; then
+	pcap_start cap_uso vethB "$NB"
+	pp interop4 "$NB" packet "$A" udp ib_write_bw -x 1 -F -n 2000
+	super cap_uso
+	check "interop4: the udp end's GSO super-frames crossed vethB whole ($SUPER frames longer than the MTU) and the packet end took them" \
+		test "$SUPER" -gt 0
+fi
 
 # --- multicast ----------------------------------------------------------------
 # mc NAME RECVKIND SENDKIND GROUP: urxe_mcast's receiver in B, its sender in
@@ -296,6 +342,13 @@ check "lossy: faults happened (frames dropped for a bad ICRC: $icrc, recovery ev
 	test "$icrc" -gt 0 -a "$retx" -gt 0
 
 # --- captures on the receiving side -------------------------------------------
+# The veths cut GSO runs in software, and compute the checksums (as a NIC
+# would; else the capture holds offloaded, partial ones): what is
+# captured is what would be on a wire.
+for v in "$A:vethA" "$NB:vethB"; do
+	ip netns exec "${v%%:*}" ethtool -K "${v#*:}" tx off >/dev/null 2>&1 ||
+		note "cannot turn checksum offload off on ${v#*:}"
+done
 pcap_start cap_rc vethB "$NB"
 pp cap_rc "$NB" packet "$A" packet ibv_rc_pingpong -g 1 -n 200
 pcap_check cap_rc "rc_pingpong A -> B, captured on vethB" 198.18.9.1 198.18.9.2
@@ -303,6 +356,13 @@ pcap_start cap_wbw vethB "$NB"
 pp cap_wbw "$NB" packet "$A" packet ib_write_bw -x 1 -F -n 2000
 pcap_check cap_wbw "ib_write_bw A -> B, captured on vethB" 198.18.9.1 198.18.9.2
 pcap_has cap_wbw "the capture holds RDMA WRITE frames" 06 07 08 0a
+if [ "$GSO_KERNEL" = 1 ]; then
+	# GSO segments: IPv4 IDs 1, 2, ... after each run's 0.
+	ids=$(tcpdump -r "$WORK/cap_wbw.pcap" -nn -v 'src host 198.18.9.1 and ip[4:2] > 0' 2>/dev/null |
+		grep -c ' id [1-9]')
+	check "cap_wbw: A's GSO runs arrive as segments with IPv4 IDs 1, 2, ... ($ids frames), their ICRCs valid (above)" \
+		test "$ids" -gt 0
+fi
 
 # --- system calls per packet --------------------------------------------------
 if command -v strace >/dev/null; then

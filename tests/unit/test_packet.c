@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/virtio_net.h>
 #include <net/if.h>
 #include <pcap/pcap.h>
 #include <poll.h>
@@ -224,6 +225,182 @@ START_TEST(filter_demux)
 }
 END_TEST
 
+/* A stand-in for the engine's ICRC delta: known bits per (length, ID). */
+static uint32_t fake_delta(uint32_t len, uint16_t id)
+{
+	return id ? (len << 16 | id) ^ 0x5a000000u : 0;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* Four packets to slot-5 QPN 0x14001: three of 100 bytes, one of 60. */
+static void gso_pkts(uint8_t r[4][100], struct iovec *iov,
+		     struct urxe_packet_out *o, uint8_t *src, uint8_t *dst)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < 4; i++) {
+		roce(r[i], 0x07, 5 << 14 | 1, 0);
+		for (j = 12; j < 100; j++)
+			r[i][j] = (uint8_t)(i * 16 + j);
+		iov[i].iov_base = r[i];
+		iov[i].iov_len = i < 3 ? 100 : 60;
+		o[i] = (struct urxe_packet_out){
+			.dst = dst, .src = src, .sport = 0xc123, .tos = 0x68,
+			.iov = &iov[i], .niov = 1,
+		};
+	}
+}
+
+START_TEST(gso_build)
+{
+	uint8_t f[1024], r[4][100], src[16], dst[16];
+	struct iovec iov[4];
+	struct urxe_packet_out o[5];
+	struct virtio_net_hdr v;
+	const uint8_t *e = f + URXE_PACKET_VNET_LEN, *ip = e + 14, *udp = ip + 20;
+	uint32_t s;
+	unsigned int i;
+	int len;
+
+	gid4(src, "198.18.0.1");
+	gid4(dst, "198.18.0.2");
+	gso_pkts(r, iov, o, src, dst);
+	/* The run: one flow, one size, a shorter last; room; other flows. */
+	ck_assert_uint_eq(urxe_packet_gso_run(o, 4, 4096), 4);
+	ck_assert_uint_eq(urxe_packet_gso_run(o, 4, 250), 2);
+	o[4] = o[0];
+	ck_assert_uint_eq(urxe_packet_gso_run(o + 3, 2, 4096), 1);
+	o[1].sport++;
+	ck_assert_uint_eq(urxe_packet_gso_run(o, 4, 4096), 1);
+	o[1].sport--;
+	r[2][6] ^= 1;				/* another destination QP */
+	ck_assert_uint_eq(urxe_packet_gso_run(o, 4, 4096), 2);
+	r[2][6] ^= 1;
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500,
+				    fake_delta);
+	ck_assert_int_eq(len, URXE_PACKET_VNET_LEN + 14 + 20 + 8 + 360);
+	memcpy(&v, f, sizeof(v));
+	ck_assert_int_eq(v.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
+	ck_assert_int_eq(v.gso_type, 5);	/* VIRTIO_NET_HDR_GSO_UDP_L4 */
+	ck_assert_int_eq(v.gso_size, 100);
+	ck_assert_int_eq(v.hdr_len, 14 + 20 + 8);
+	ck_assert_int_eq(v.csum_start, 14 + 20);
+	ck_assert_int_eq(v.csum_offset, 6);
+	ck_assert_mem_eq(e, mac_b, 6);
+	ck_assert_int_eq(ip[2] << 8 | ip[3], 20 + 8 + 360);
+	ck_assert_int_eq(ip[4] << 8 | ip[5], 0);	/* ID 0: segment i gets i */
+	ck_assert_int_eq(ip[6], 0x40);			/* DF */
+	ck_assert_int_eq(csum(ip, 20, 0), 0);
+	ck_assert_int_eq(udp[4] << 8 | udp[5], 8 + 360);
+	/* The partial checksum: the pseudo-header's sum, not inverted. */
+	s = (uint32_t)(ip[12] << 8 | ip[13]) + (uint32_t)(ip[14] << 8 | ip[15]) +
+	    (uint32_t)(ip[16] << 8 | ip[17]) + (uint32_t)(ip[18] << 8 | ip[19]) +
+	    17 + 368;
+	ck_assert_int_eq(udp[6] << 8 | udp[7], (uint16_t)~csum(NULL, 0, s));
+	/* The packets back to back, ICRC i corrected for ID i. */
+	for (i = 0; i < 4; i++) {
+		const uint8_t *pk = udp + 8 + 100 * i;
+		uint32_t n = i < 3 ? 100 : 60;
+
+		ck_assert_mem_eq(pk, r[i], n - 4);
+		ck_assert_uint_eq(le32(pk + n - 4),
+				  le32(r[i] + n - 4) ^ fake_delta(n, (uint16_t)i));
+	}
+	/* One packet: an empty header, the plain frame. */
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 1, f, sizeof(f), 1500,
+				    fake_delta);
+	ck_assert_int_eq(len, URXE_PACKET_VNET_LEN + 14 + 20 + 8 + 100);
+	memcpy(&v, f, sizeof(v));
+	ck_assert_int_eq(v.gso_type, 0);
+	ck_assert_int_eq(v.flags, 0);
+	ck_assert_int_eq(udp[6] << 8 | udp[7], 0);
+	/* Too small a buffer. */
+	ck_assert_int_eq(urxe_packet_build_gso(mac_b, mac_a, o, 4, f, 300, 1500,
+					       fake_delta), -EMSGSIZE);
+	/* IPv6: no ID, ICRCs as they were; the payload length is the run's. */
+	inet_pton(AF_INET6, "2001:db8::1", src);
+	inet_pton(AF_INET6, "2001:db8::2", dst);
+	gso_pkts(r, iov, o, src, dst);
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500,
+				    fake_delta);
+	ck_assert_int_eq(len, URXE_PACKET_VNET_LEN + 14 + 40 + 8 + 360);
+	memcpy(&v, f, sizeof(v));
+	ck_assert_int_eq(v.csum_start, 14 + 40);
+	ck_assert_int_eq(ip[4] << 8 | ip[5], 8 + 360);
+	ck_assert_mem_eq(ip + 40 + 8 + 300, r[3], 60);
+}
+END_TEST
+
+START_TEST(gso_split)
+{
+	uint8_t f[1024], r[4][100], src[16], dst[16];
+	struct iovec iov[4];
+	struct urxe_packet_out o[4];
+	struct urxe_packet_in in[4];
+	struct virtio_net_hdr v = { 0 };
+	unsigned int i;
+	int len;
+
+	gid4(src, "198.18.0.1");
+	gid4(dst, "198.18.0.2");
+	gso_pkts(r, iov, o, src, dst);
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500,
+				    fake_delta);
+	ck_assert_int_gt(len, 0);
+	/* As it arrives: ID base 7 (the kernel counts from the header's). */
+	f[URXE_PACKET_VNET_LEN + 14 + 5] = 7;
+	f[URXE_PACKET_VNET_LEN + 14 + 10] = 0;
+	f[URXE_PACKET_VNET_LEN + 14 + 11] = 0;
+	{
+		uint8_t *ip = f + URXE_PACKET_VNET_LEN + 14;
+		uint16_t c = csum(ip, 20, 0);
+
+		ip[10] = (uint8_t)(c >> 8);
+		ip[11] = (uint8_t)c;
+	}
+	/* Two at a time: segments 0-1, then 2-3. */
+	ck_assert_int_eq(urxe_packet_split(f, f + URXE_PACKET_VNET_LEN,
+					   (uint32_t)len - URXE_PACKET_VNET_LEN,
+					   0, in, 2), 4);
+	ck_assert_int_eq(urxe_packet_split(f, f + URXE_PACKET_VNET_LEN,
+					   (uint32_t)len - URXE_PACKET_VNET_LEN,
+					   2, in + 2, 2), 4);
+	for (i = 0; i < 4; i++) {
+		uint32_t n = i < 3 ? 100 : 60;
+
+		ck_assert_uint_eq(in[i].len, n);
+		ck_assert_ptr_eq(in[i].roce, f + URXE_PACKET_VNET_LEN + 42 + 100 * i);
+		ck_assert_ptr_eq(in[i].ip, in[i].hdr);
+		ck_assert_uint_eq(in[i].ip_len, 20);
+		ck_assert_int_eq(in[i].ip[2] << 8 | in[i].ip[3], 20 + 8 + n);
+		ck_assert_int_eq(in[i].ip_id, 7 + i);
+		ck_assert_int_eq(in[i].ip[4] << 8 | in[i].ip[5], 7 + i);
+		ck_assert_int_eq(csum(in[i].ip, 20, 0), 0);
+		ck_assert_int_eq(in[i].ip[24] << 8 | in[i].ip[25], 8 + n);
+		ck_assert_int_eq(in[i].sport, 0xc123);
+		ck_assert_int_eq(in[i].tos, 0x68);
+		ck_assert_int_eq(in[i].roce[20], (uint8_t)(i * 16 + 20));
+	}
+	/* Without GSO in its header: one packet, in place. */
+	memcpy(f, &v, sizeof(v));
+	ck_assert_int_eq(urxe_packet_split(f, f + URXE_PACKET_VNET_LEN,
+					   (uint32_t)len - URXE_PACKET_VNET_LEN,
+					   0, in, 4), 1);
+	ck_assert_uint_eq(in[0].len, 360);
+	ck_assert_ptr_eq(in[0].ip, f + URXE_PACKET_VNET_LEN + 14);
+	/* Not a frame of ours. */
+	f[URXE_PACKET_VNET_LEN + 14 + 22] ^= 1;
+	ck_assert_int_eq(urxe_packet_split(f, f + URXE_PACKET_VNET_LEN,
+					   (uint32_t)len - URXE_PACKET_VNET_LEN,
+					   0, in, 4), -EINVAL);
+}
+END_TEST
+
 /* A private network namespace with lo up; false if not permitted. */
 static bool private_lo(void)
 {
@@ -289,7 +466,7 @@ START_TEST(rings_on_lo)
 			.iov = &iov[i], .niov = 1,
 		};
 	}
-	ck_assert_int_eq(urxe_packet_send(p5, o, 3), 3);
+	ck_assert_int_eq(urxe_packet_send(p5, o, 3, NULL), 3);
 	rc = recv_wait(p5, in, 8, 1000);
 	ck_assert_int_eq(rc, 2);
 	ck_assert_int_eq(in[0].roce[20], 0);
@@ -306,6 +483,53 @@ START_TEST(rings_on_lo)
 	urxe_packet_release(p6);
 	urxe_packet_close(p5);
 	urxe_packet_close(p6);
+}
+END_TEST
+
+/*
+ * GSO through the rings on lo: a run leaves as one super-frame, crosses
+ * lo whole and comes back as its four packets (two, then two: a frame in
+ * part handed out stays until the rest is taken).
+ */
+START_TEST(gso_rings_on_lo)
+{
+	struct urxe_iface ifc;
+	struct urxe_packet_conf c = {
+		.ifc = &ifc, .slot = 5, .gso = true, .icrc_id_delta = fake_delta,
+	};
+	struct urxe_packet *p;
+	struct urxe_packet_in in[8];
+	uint8_t r[4][100], src[16], dst[16];
+	struct iovec iov[4];
+	struct urxe_packet_out o[4];
+	uint16_t id[4] = { 9, 9, 9, 9 };
+	unsigned int i;
+
+	if (!private_lo())
+		return;
+	ck_assert_int_eq(urxe_iface_query("lo", &ifc), 0);
+	c.lo_addr.s_addr = htonl(0x7f000001);
+	ck_assert_int_eq(urxe_packet_open(&c, &p), 0);
+	ck_assert(urxe_packet_gso(p) == urxe_packet_gso_probe());
+	gid4(src, "127.0.0.1");
+	gid4(dst, "127.0.0.1");
+	gso_pkts(r, iov, o, src, dst);
+	ck_assert_int_eq(urxe_packet_send(p, o, 4, id), 4);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(id[i], urxe_packet_gso(p) ? i : 0);
+	ck_assert_int_eq(recv_wait(p, in, 2, 1000), 2);
+	ck_assert_uint_eq(in[0].len, 100);
+	ck_assert_int_eq(in[1].roce[20], 16 + 20);
+	ck_assert_int_eq(in[1].ip_id, urxe_packet_gso(p) ? 1 : 0);
+	ck_assert(urxe_packet_rx_pending(p));
+	ck_assert_int_eq(recv_wait(p, in, 8, 1000), 2);
+	ck_assert_uint_eq(in[0].len, 100);
+	ck_assert_uint_eq(in[1].len, 60);
+	ck_assert_int_eq(in[1].roce[20], 3 * 16 + 20);
+	ck_assert_int_eq(in[1].ip_id, urxe_packet_gso(p) ? 3 : 0);
+	urxe_packet_release(p);
+	ck_assert(!urxe_packet_rx_pending(p));
+	urxe_packet_close(p);
 }
 END_TEST
 
@@ -348,7 +572,7 @@ START_TEST(lo_multicast_copies)
 			.iov = &iov[i], .niov = 1,
 		};
 	}
-	ck_assert_int_eq(urxe_packet_send(p5, o, 2), 2);
+	ck_assert_int_eq(urxe_packet_send(p5, o, 2, NULL), 2);
 	ck_assert_int_eq(recv_wait(p6, in, 8, 1000), 2);
 	ck_assert_int_eq(in[0].roce[20], 0);
 	ck_assert_int_eq(in[1].roce[20], 1);
@@ -415,8 +639,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, build_ipv4);
 	tcase_add_test(tc, build_ipv6);
 	tcase_add_test(tc, build_too_big);
+	tcase_add_test(tc, gso_build);
+	tcase_add_test(tc, gso_split);
 	tcase_add_test(tc, filter_demux);
 	tcase_add_test(tc, rings_on_lo);
+	tcase_add_test(tc, gso_rings_on_lo);
 	tcase_add_test(tc, lo_multicast_copies);
 	tcase_add_test(tc, mcast_membership);
 	suite_add_tcase(s, tc);

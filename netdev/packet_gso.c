@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * GSO on the packet backend: super-frames through PACKET_VNET_HDR.
+ *
+ * Sending, a run of equal-sized RoCE packets of one flow becomes one
+ * frame in the TX ring behind a struct virtio_net_hdr asking for UDP GSO
+ * (VIRTIO_NET_HDR_GSO_UDP_L4, the segment size, a partial UDP checksum
+ * from csum_start/csum_offset): one Ethernet, IP and UDP header, then the
+ * packets back to back.  The kernel (or the device) cuts it into one
+ * datagram a packet, each with a real UDP checksum (RoCEv2 allows it; the
+ * ICRC masks it) and, over IPv4, the super-frame's ID plus the segment's
+ * index: ID 0 + i, for which segment i's ICRC is corrected here, in the
+ * ring's copy.
+ *
+ * Receiving, the ring's frames come behind such a header too: a frame
+ * that crossed a veth (or lo) whole — a GSO send of a udp or packet end
+ * — says so, and is split into its packets by the segment size, each
+ * given IP and UDP headers of its own (lengths, ID base + i) so that the
+ * ICRC check sees what a segmented packet would carry.
+ *
+ * The kernel takes UDP GSO in a virtio_net_hdr from 6.2 on; before, the
+ * option and the rings work but such a frame is refused: asked once a
+ * process, by sending one.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <urxe/log.h>
+#include <urxe/netdev.h>
+#include <urxe/util.h>
+
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5	/* Linux 6.2's uapi */
+#endif
+#define GSO_MAX_SEGS 64			/* the kernel takes up to 128 */
+#define DISCARD_PORT 9
+
+_Static_assert(sizeof(struct virtio_net_hdr) == URXE_PACKET_VNET_LEN,
+	       "the header the rings carry");
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	return s;
+}
+
+/* The ones' complement sum, folded (not inverted). */
+static uint16_t fold_sum(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+static uint32_t iov_bytes(const struct urxe_packet_out *o)
+{
+	uint32_t len = 0;
+	unsigned int i;
+
+	for (i = 0; i < o->niov; i++)
+		len += (uint32_t)o->iov[i].iov_len;
+	return len;
+}
+
+/* ---- the probe ---- */
+
+static bool version_at_least(unsigned int maj, unsigned int min)
+{
+	struct utsname u;
+	unsigned int a = 0, b = 0;
+
+	if (uname(&u) || sscanf(u.release, "%u.%u", &a, &b) != 2)
+		return false;
+	return a > maj || (a == maj && b >= min);
+}
+
+/*
+ * Two 8-byte segments to 127.0.0.1's discard port, sent on lo: accepted
+ * (or refused with EINVAL, as before 6.2) by the same code that reads
+ * the TX ring's headers.  When lo cannot carry it (down in a fresh
+ * namespace), the kernel's version answers.
+ */
+static bool probe(void)
+{
+	uint8_t f[URXE_PACKET_VNET_LEN + 14 + 20 + 8 + 16] = { 0 };
+	struct virtio_net_hdr v = {
+		.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+		.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4,
+		.hdr_len = 14 + 20 + 8,
+		.gso_size = 8,
+		.csum_start = 14 + 20,
+		.csum_offset = 6,
+	};
+	struct sockaddr_ll ll = {
+		.sll_family = AF_PACKET,
+		.sll_protocol = htons(ETH_P_IP),
+		.sll_ifindex = (int)if_nametoindex("lo"),
+		.sll_halen = 6,
+	};
+	uint8_t *e = f + URXE_PACKET_VNET_LEN, *ip = e + 14, *udp = ip + 20;
+	int fd, one = 1, err = 0;
+	uint32_t s;
+
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one))) {
+		close(fd);
+		return false;
+	}
+	memcpy(f, &v, sizeof(v));
+	put16(e + 12, ETH_P_IP);
+	ip[0] = 0x45;
+	put16(ip + 2, 20 + 8 + 16);
+	put16(ip + 6, 0x4000);
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP;
+	ip[12] = ip[16] = 127;
+	ip[15] = ip[19] = 1;
+	put16(ip + 10, (uint16_t)~fold_sum(sum16(0, ip, 20)));
+	put16(udp, DISCARD_PORT);
+	put16(udp + 2, DISCARD_PORT);
+	put16(udp + 4, 8 + 16);
+	s = sum16(0, ip + 12, 8) + IPPROTO_UDP + 8 + 16;
+	put16(udp + 6, fold_sum(s));
+	if (sendto(fd, f, sizeof(f), MSG_DONTWAIT, (struct sockaddr *)&ll,
+		   sizeof(ll)) < 0)
+		err = errno;
+	close(fd);
+	if (!err)
+		return true;
+	if (err == EINVAL)
+		return false;
+	return version_at_least(6, 2);
+}
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static bool probe_result;
+
+static void probe_run(void)
+{
+	probe_result = probe();
+	urxe_dbg("packet backend: the kernel %s UDP GSO through PACKET_VNET_HDR",
+		 probe_result ? "takes" : "does not take");
+}
+
+bool urxe_packet_gso_probe(void)
+{
+	pthread_once(&probe_once, probe_run);
+	return probe_result;
+}
+
+/* ---- sending ---- */
+
+/* The destination QPN (XRC requests: the SRQ number), or ~0 if unknown. */
+static uint32_t dest_of(const struct urxe_packet_out *o)
+{
+	const uint8_t *b = o->iov[0].iov_base;
+	size_t n = o->iov[0].iov_len;
+	unsigned int at = 5;
+
+	if (n < 12)
+		return ~0u;
+	if ((b[0] & 0xe0) == 0xa0 && ((b[0] & 0x1f) < 0x0d ||
+				      (b[0] & 0x1f) > 0x12)) {
+		if (n < 16)
+			return ~0u;
+		at = 13;
+	}
+	return (uint32_t)(b[0] & 0xe0) << 24 | (uint32_t)b[at] << 16 |
+	       (uint32_t)b[at + 1] << 8 | b[at + 2];
+}
+
+unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
+				 unsigned int n, size_t room)
+{
+	uint32_t seg = iov_bytes(&o[0]), total = seg, len, d0;
+	size_t max = room < 65000 ? room : 65000;
+	unsigned int m;
+
+	if (n < 2 || !o[0].niov || (d0 = dest_of(&o[0])) == ~0u)
+		return 1;
+	for (m = 1; m < n && m < GSO_MAX_SEGS; m++) {
+		const struct urxe_packet_out *x = &o[m];
+
+		len = iov_bytes(x);
+		if (len > seg || !len || total + len > max ||
+		    x->sport != o[0].sport || x->tos != o[0].tos ||
+		    memcmp(x->dst, o[0].dst, 16) ||
+		    memcmp(x->src, o[0].src, 16) || dest_of(x) != d0)
+			break;
+		total += len;
+		if (len < seg)
+			return m + 1;		/* a shorter one ends the run */
+	}
+	return m;
+}
+
+int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
+			  const struct urxe_packet_out *o, unsigned int m,
+			  uint8_t *f, size_t cap, unsigned int mtu,
+			  uint32_t (*icrc_id_delta)(uint32_t len, uint16_t id))
+{
+	struct virtio_net_hdr v = { 0 };
+	uint8_t *e = f + URXE_PACKET_VNET_LEN, *ip = e + 14, *udp, *at;
+	bool v4 = urxe_gid_is_v4(o->dst) && urxe_gid_is_v4(o->src);
+	size_t ip_len = v4 ? 20 : 40, hl = 14 + ip_len + 8, end;
+	uint32_t seg, len, total, s, k;
+	unsigned int i, j;
+	int rc;
+
+	if (cap < URXE_PACKET_VNET_LEN)
+		return -EMSGSIZE;
+	if (v4 && !icrc_id_delta)
+		m = 1;
+	rc = urxe_packet_build(dmac, smac, o, e, cap - URXE_PACKET_VNET_LEN,
+			       mtu);
+	if (rc < 0 || m < 2) {
+		memcpy(f, &v, sizeof(v));
+		return rc < 0 ? rc : rc + URXE_PACKET_VNET_LEN;
+	}
+	udp = ip + ip_len;
+	seg = iov_bytes(o);
+	end = (size_t)rc;
+	total = seg;
+	for (i = 1; i < m; i++) {
+		len = iov_bytes(&o[i]);
+		if (len > seg || URXE_PACKET_VNET_LEN + end + len > cap ||
+		    ip_len + 8 + total + len > 0xffff)
+			return -EMSGSIZE;
+		at = e + end;
+		for (j = 0; j < o[i].niov; j++) {
+			memcpy(at, o[i].iov[j].iov_base, o[i].iov[j].iov_len);
+			at += o[i].iov[j].iov_len;
+		}
+		if (v4 && len >= 4) {
+			/* Segment i leaves with IPv4 ID i: its ICRC must say so. */
+			uint8_t *c = at - 4;
+
+			k = (uint32_t)c[0] | (uint32_t)c[1] << 8 |
+			    (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+			k ^= icrc_id_delta(len, (uint16_t)i);
+			c[0] = (uint8_t)k;
+			c[1] = (uint8_t)(k >> 8);
+			c[2] = (uint8_t)(k >> 16);
+			c[3] = (uint8_t)(k >> 24);
+		}
+		end += len;
+		total += len;
+	}
+	/* The super-frame's lengths; the kernel sets each segment's. */
+	put16(udp + 4, (uint16_t)(8 + total));
+	if (v4) {
+		put16(ip + 2, (uint16_t)(20 + 8 + total));
+		put16(ip + 10, 0);
+		put16(ip + 10, (uint16_t)~fold_sum(sum16(0, ip, 20)));
+		s = sum16(0, ip + 12, 8);
+	} else {
+		put16(ip + 4, (uint16_t)(8 + total));
+		s = sum16(0, ip + 8, 32);
+	}
+	/* A partial checksum: the pseudo-header's sum, finished per segment. */
+	s += IPPROTO_UDP + 8 + total;
+	put16(udp + 6, fold_sum(s));
+	v.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	v.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+	v.hdr_len = (uint16_t)hl;
+	v.gso_size = (uint16_t)seg;
+	v.csum_start = (uint16_t)(14 + ip_len);
+	v.csum_offset = 6;
+	memcpy(f, &v, sizeof(v));
+	return (int)(URXE_PACKET_VNET_LEN + end);
+}
+
+/* ---- receiving ---- */
+
+int urxe_packet_split(const uint8_t *vnet, const uint8_t *f, uint32_t len,
+		      unsigned int first, struct urxe_packet_in *in,
+		      unsigned int n)
+{
+	struct virtio_net_hdr v;
+	struct urxe_packet_in whole;
+	uint32_t seg, nseg, i, off, slen;
+	uint8_t *ip, *udp;
+	bool v4;
+
+	memcpy(&v, vnet, sizeof(v));
+	if (urxe_packet_parse(f, len, &whole))
+		return -EINVAL;
+	if ((v.gso_type & ~VIRTIO_NET_HDR_GSO_ECN) != VIRTIO_NET_HDR_GSO_UDP_L4 ||
+	    !v.gso_size || v.gso_size >= whole.len) {
+		if (first == 0 && n)
+			in[0] = whole;
+		return 1;
+	}
+	seg = v.gso_size;
+	nseg = (whole.len + seg - 1) / seg;
+	if (whole.ip_len + 8 > sizeof(in->hdr))
+		return -EINVAL;
+	v4 = get16(f + 12) == ETH_P_IP;
+	for (i = first; i < nseg && i - first < n; i++) {
+		struct urxe_packet_in *x = &in[i - first];
+
+		*x = whole;
+		off = i * seg;
+		slen = whole.len - off < seg ? whole.len - off : seg;
+		memcpy(x->hdr, whole.ip, whole.ip_len + 8);
+		ip = x->hdr;
+		udp = ip + whole.ip_len;
+		if (v4) {
+			/* As the kernel would have cut it: ID base + i. */
+			x->ip_id = (uint16_t)(whole.ip_id + i);
+			put16(ip + 2, (uint16_t)(whole.ip_len + 8 + slen));
+			put16(ip + 4, x->ip_id);
+			put16(ip + 10, 0);
+			put16(ip + 10, (uint16_t)~fold_sum(sum16(0, ip,
+							     whole.ip_len)));
+		} else {
+			put16(ip + 4, (uint16_t)(8 + slen));
+		}
+		put16(udp + 4, (uint16_t)(8 + slen));
+		x->ip = ip;
+		x->roce = whole.roce + off;
+		x->len = slen;
+	}
+	return (int)nseg;
+}
