@@ -79,7 +79,7 @@ struct urxe_xrc_dom {
 static pthread_mutex_t doms_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct urxe_xrc_dom *doms;
 
-static int lock_byte(int fd, int cmd, short type, off_t at)
+int urxe_ofd_lock(int fd, int cmd, short type, off_t at)
 {
 	struct flock fl = {
 		.l_type = type,
@@ -91,6 +91,20 @@ static int lock_byte(int fd, int cmd, short type, off_t at)
 	return fcntl(fd, cmd, &fl) ? -errno : 0;
 }
 
+bool urxe_ofd_held(int fd, off_t at)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = at,
+		.l_len = 1,
+	};
+
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		return true;	/* when in doubt, held */
+	return fl.l_type != F_UNLCK;
+}
+
 static void file_name(char *buf, size_t len, uint64_t domain_id)
 {
 	snprintf(buf, len, "xrcd.%u.%u", (uint32_t)domain_id,
@@ -100,29 +114,18 @@ static void file_name(char *buf, size_t len, uint64_t domain_id)
 static void table_lock(struct urxe_xrc_dom *d)
 {
 	pthread_mutex_lock(&d->lock);
-	lock_byte(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
+	urxe_ofd_lock(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
 }
 
 static void table_unlock(struct urxe_xrc_dom *d)
 {
-	lock_byte(d->fd, F_OFD_SETLK, F_UNLCK, 0);
+	urxe_ofd_lock(d->fd, F_OFD_SETLK, F_UNLCK, 0);
 	pthread_mutex_unlock(&d->lock);
 }
 
 bool urxe_xrc_slot_live(struct urxe_xrc_dom *d, unsigned int slot)
 {
-	struct flock fl = {
-		.l_type = F_WRLCK,
-		.l_whence = SEEK_SET,
-		.l_start = XS_LIVE + slot,
-		.l_len = 1,
-	};
-
-	if (slot == d->slot)
-		return true;
-	if (fcntl(d->fd, F_OFD_GETLK, &fl))
-		return true;	/* when in doubt, alive */
-	return fl.l_type != F_UNLCK;
+	return slot == d->slot || urxe_ofd_held(d->fd, XS_LIVE + slot);
 }
 
 static int dom_map(struct urxe_xrc_dom *d)
@@ -136,7 +139,7 @@ static int dom_map(struct urxe_xrc_dom *d)
 	d->fd = urxe_rundir_open(d->dev->desc.rundir, name);
 	if (d->fd < 0)
 		return d->fd;
-	rc = lock_byte(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
+	rc = urxe_ofd_lock(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
 	if (rc)
 		goto err;
 	if (fstat(d->fd, &st)) {
@@ -165,8 +168,8 @@ static int dom_map(struct urxe_xrc_dom *d)
 	for (i = 0; i < XS_SRQS; i++)
 		if (f->srq[i].in_use && f->srq[i].owner_slot == d->slot)
 			f->srq[i].in_use = 0;
-	rc = lock_byte(d->fd, F_OFD_SETLK, F_RDLCK, XS_LIVE + d->slot);
-	lock_byte(d->fd, F_OFD_SETLK, F_UNLCK, 0);
+	rc = urxe_ofd_lock(d->fd, F_OFD_SETLK, F_RDLCK, XS_LIVE + d->slot);
+	urxe_ofd_lock(d->fd, F_OFD_SETLK, F_UNLCK, 0);
 	if (rc) {
 		munmap(f, sizeof(*f));
 		goto err;

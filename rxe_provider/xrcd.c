@@ -49,31 +49,10 @@ _Static_assert(offsetof(struct xrcd_registry, e) == 64, "registry header");
 
 static atomic_ullong private_ids = 1;
 
-static int lock_range(int fd, int cmd, short type, off_t start)
-{
-	struct flock fl = {
-		.l_type = type,
-		.l_whence = SEEK_SET,
-		.l_start = start,
-		.l_len = 1,
-	};
-
-	return fcntl(fd, cmd, &fl) ? -errno : 0;
-}
-
 /* Whether a handle other than @fd's holds entry @i's domain open. */
 static bool entry_live(int fd, int i)
 {
-	struct flock fl = {
-		.l_type = F_WRLCK,
-		.l_whence = SEEK_SET,
-		.l_start = 1 + i,
-		.l_len = 1,
-	};
-
-	if (fcntl(fd, F_OFD_GETLK, &fl))
-		return true;	/* when in doubt, never reuse */
-	return fl.l_type != F_UNLCK;
+	return urxe_ofd_held(fd, 1 + i);
 }
 
 /* Maps the registry; registry mutex held. */
@@ -145,7 +124,7 @@ static int registry_join(struct xrcd_registry *reg, int fd, const char *dev,
 		reg->e[i].in_use = 1;
 		*created = true;
 	}
-	rc = lock_range(fd, F_OFD_SETLK, F_RDLCK, 1 + i);
+	rc = urxe_ofd_lock(fd, F_OFD_SETLK, F_RDLCK, 1 + i);
 	if (rc)
 		return rc;
 	*gen = reg->e[i].gen;
@@ -182,7 +161,7 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	lfd = urxe_rundir_open(x->dev->desc.rundir, "xrcd");
 	if (lfd < 0)
 		return lfd;
-	rc = lock_range(lfd, F_OFD_SETLKW, F_WRLCK, 0);
+	rc = urxe_ofd_lock(lfd, F_OFD_SETLKW, F_WRLCK, 0);
 	if (rc)
 		goto err_close;
 	rc = registry_map(lfd, &reg);
@@ -194,7 +173,7 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	munmap(reg, sizeof(*reg));
 	if (rc < 0)
 		goto err_close;
-	lock_range(lfd, F_OFD_SETLK, F_UNLCK, 0);
+	urxe_ofd_lock(lfd, F_OFD_SETLK, F_UNLCK, 0);
 	x->entry = rc;
 	x->lock_fd = lfd;
 	x->domain_id = (uint64_t)gen << 32 | (uint32_t)rc;
@@ -275,8 +254,8 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 		struct xrcd_registry *reg;
 
 		/* The last handle out marks the entry free. */
-		if (!lock_range(x->lock_fd, F_OFD_SETLKW, F_WRLCK, 0) &&
-		    !lock_range(x->lock_fd, F_OFD_SETLK, F_UNLCK, 1 + x->entry) &&
+		if (!urxe_ofd_lock(x->lock_fd, F_OFD_SETLKW, F_WRLCK, 0) &&
+		    !urxe_ofd_lock(x->lock_fd, F_OFD_SETLK, F_UNLCK, 1 + x->entry) &&
 		    !entry_live(x->lock_fd, x->entry) &&
 		    !registry_map(x->lock_fd, &reg)) {
 			if ((reg->e[x->entry].gen == (uint32_t)(x->domain_id >> 32))) {
@@ -286,7 +265,7 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 			}
 			munmap(reg, sizeof(*reg));
 		}
-		lock_range(x->lock_fd, F_OFD_SETLK, F_UNLCK, 0);
+		urxe_ofd_lock(x->lock_fd, F_OFD_SETLK, F_UNLCK, 0);
 	}
 	if (x->lock_fd >= 0)
 		close(x->lock_fd);
