@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * XRC domains across processes, through the public verbs: a TGT QP made
+ * in one process of a file-backed domain can be opened (ibv_open_qp) in
+ * another — a forked child with a device instance of its own — while a
+ * number the domain does not have cannot (EINVAL), nor can a QP of
+ * another domain; when its host destroys it, the other process's handle
+ * gets IBV_EVENT_QP_FATAL within a second and can still be destroyed, and
+ * the domain then closes.  (t_xrc runs the whole traffic across three
+ * processes and a host that is killed.)
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "testutil.h"
+#include "verbs_util.h"
+
+static struct tu_sandbox sb;
+static char *fa, *fb;
+
+static void setup(void)
+{
+	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
+	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
+	fa = tu_path(sb.dir, "domain-a");
+	fb = tu_path(sb.dir, "domain-b");
+	ck_assert_int_eq(tu_write_file(fa, ""), 0);
+	ck_assert_int_eq(tu_write_file(fb, ""), 0);
+}
+
+static void teardown(void)
+{
+	free(fa);
+	free(fb);
+	tu_sandbox_fini(&sb);
+}
+
+static struct ibv_xrcd *open_domain(struct ibv_context *c, const char *file,
+				    int *fd)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.oflags = O_CREAT,
+	};
+
+	*fd = open(file, O_RDONLY);
+	if (*fd < 0)
+		return NULL;
+	a.fd = *fd;
+	return ibv_open_xrcd(c, &a);
+}
+
+static struct ibv_qp *open_tgt(struct ibv_context *c, struct ibv_xrcd *x,
+			       uint32_t qpn)
+{
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			     IBV_QP_OPEN_ATTR_TYPE,
+		.qp_num = qpn,
+		.xrcd = x,
+		.qp_type = IBV_QPT_XRC_RECV,
+	};
+
+	return ibv_open_qp(c, &oa);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * The child: opens the parent's TGT QP @qpn through domain file @fa, says
+ * so on @wr, and waits for IBV_EVENT_QP_FATAL on it.  Exit codes: 0 the
+ * event came within 1 s of the parent's "gone" byte; 10 + step otherwise.
+ */
+static int child(uint32_t qpn, int rd, int wr)
+{
+	struct ibv_async_event ev;
+	struct ibv_context *c;
+	struct ibv_xrcd *x, *y;
+	struct ibv_qp *qp;
+	uint64_t gone;
+	char b = 0;
+	int fd, fdb;
+
+	c = open_dev("rxe0");
+	if (!c)
+		return 10;
+	x = open_domain(c, fa, &fd);
+	y = open_domain(c, fb, &fdb);
+	if (!x || !y)
+		return 11;
+	/* A number the domain does not have; the QP through another domain. */
+	errno = 0;
+	if (open_tgt(c, x, qpn ^ 0x3fff) || errno != EINVAL)
+		return 12;
+	errno = 0;
+	if (open_tgt(c, y, qpn) || errno != EINVAL)
+		return 13;
+	qp = open_tgt(c, x, qpn);
+	if (!qp || qp->qp_num != qpn || qp->qp_type != IBV_QPT_XRC_RECV)
+		return 14;
+	/* Its handle holds the domain handle. */
+	if (ibv_close_xrcd(x) != EBUSY)
+		return 15;
+	if (write(wr, "o", 1) != 1 || read(rd, &b, 1) != 1 || b != 'g')
+		return 16;
+	gone = now_ms();
+	for (;;) {
+		struct pollfd p = { .fd = c->async_fd, .events = POLLIN };
+
+		if (poll(&p, 1, 3000) != 1)
+			return 17;
+		if (ibv_get_async_event(c, &ev))
+			return 18;
+		ibv_ack_async_event(&ev);
+		if (ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == qp)
+			break;
+	}
+	if (now_ms() - gone > 1000)
+		return 19;
+	if (ibv_destroy_qp(qp) || ibv_close_xrcd(x) || ibv_close_xrcd(y))
+		return 20;
+	close(fd);
+	close(fdb);
+	return ibv_close_device(c) ? 21 : 0;
+}
+
+START_TEST(tgt_opened_in_another_process)
+{
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp_attr a;
+	struct ibv_context *c;
+	struct ibv_xrcd *x;
+	struct ibv_qp *qp;
+	int up[2], down[2], fd, st = -1;
+	uint64_t end;
+	pid_t pid;
+	char b;
+
+	c = open_dev("rxe0");
+	ck_assert_ptr_nonnull(c);
+	x = open_domain(c, fa, &fd);
+	ck_assert_ptr_nonnull(x);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_XRC_RECV;
+	qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	qa.xrcd = x;
+	qp = ibv_create_qp_ex(c, &qa);
+	ck_assert_ptr_nonnull(qp);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	ck_assert_int_eq(pipe(up), 0);
+	ck_assert_int_eq(pipe(down), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		alarm(20);
+		_exit(child(qp->qp_num, down[0], up[1]));
+	}
+	/* The child opened it: now the host destroys it. */
+	ck_assert_int_eq(read(up[0], &b, 1), 1);
+	ck_assert_int_eq(b, 'o');
+	ck_assert_int_eq(ibv_destroy_qp(qp), 0);
+	ck_assert_int_eq(write(down[1], "g", 1), 1);
+	end = now_ms() + 15000;
+	while (waitpid(pid, &st, WNOHANG) == 0 && now_ms() < end)
+		usleep(10000);
+	if (now_ms() >= end) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "child: status 0x%x (exit %d)", st,
+		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	ck_assert_int_eq(ibv_close_xrcd(x), 0);
+	close(fd);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	ck_assert_int_eq(ibv_close_device(c), 0);
+}
+END_TEST
+
+static Suite *xrc_share_suite(void)
+{
+	Suite *s = suite_create("xrc_share");
+	TCase *tc = tcase_create("processes");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, tgt_opened_in_another_process);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(xrc_share_suite());
+}
