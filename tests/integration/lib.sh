@@ -71,7 +71,11 @@ urxe_it_cleanup() {
 	for ns in "${NSS[@]}"; do
 		ip netns del "$ns" 2>/dev/null
 	done
-	[ -n "$WORK" ] && rm -rf "$WORK"
+	if [ -n "$WORK" ] && [ "${URXE_TEST_KEEP:-0}" = 1 ]; then
+		echo "# work directory kept: $WORK"
+	elif [ -n "$WORK" ]; then
+		rm -rf "$WORK"
+	fi
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 		printf '%s: exit %d (%d checks passed, %d failed)\n' "$T_NAME" \
 			"$rc" "$NPASS" "$NFAIL"
