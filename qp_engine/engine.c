@@ -43,6 +43,14 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	/* Counters live in the slot's shared record when there is one. */
 	eng->cnt = conf->stats ? conf->stats->counters : eng->cnt_own;
 	eng->stats = conf->stats;
+	/*
+	 * A slot freed by one process is the next one's at once: its QPNs
+	 * must not be (a peer may still be retransmitting to an old QP).
+	 * Each claim of the slot starts its QP numbers elsewhere.
+	 */
+	if (conf->stats)
+		eng->qp_next = (conf->stats->generation * 1021u) &
+			       (URXE_QP_SLOTS - 1);
 	urxe_qpstats_publish(eng);
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->qp_lock, NULL);

@@ -66,7 +66,6 @@ declare -p B WORK RUNDIR UHOME TUSER AS_USER SAN_ENV >"$URXE_VM_ENV"
 VM_TIMEOUT=${URXE_VM_TIMEOUT:-100}
 VALIDATE=$B/tests/urxe-validate
 [ -x "$VALIDATE" ] || die "$VALIDATE is not built"
-VAL_LOSSY=()
 
 VMWORK=${URXE_VM_DIR:-/tmp/urxe-vm}
 if [ ! -f "$VMWORK/out/vmlinuz" ] || [ ! -f "$VMWORK/out/initramfs.cpio.gz" ]; then
@@ -151,7 +150,7 @@ pcap_ok() {
 		fail "capture $1 is incomplete: $(grep packets "$t" | tr '\n' ' ')"
 		return
 	fi
-	capture "val-$1" "$VALIDATE" -o "${VAL_LOSSY[@]}" "$f"
+	capture "val-$1" "$VALIDATE" -o "$f"
 	if [ "$RC" -eq 0 ]; then
 		pass "capture $1 passes urxe-validate ($(head -n 1 "$(out "val-$1")"))"
 	else
@@ -168,7 +167,7 @@ pcap_valid() {
 		fail "capture $1: no $f"
 		return
 	fi
-	capture "val-$1" "$VALIDATE" -o "${VAL_LOSSY[@]}" "$f"
+	capture "val-$1" "$VALIDATE" -o "$f"
 	if [ "$RC" -eq 0 ]; then
 		pass "capture $1 passes urxe-validate ($(head -n 1 "$(out "val-$1")"))"
 	else
@@ -184,7 +183,7 @@ pcap_side() {
 	shift 3
 	v=val-$cap.$side
 	tcpdump -r "$WORK/cap-$cap.pcap" -w "$f" "src host $src" 2>/dev/null
-	capture "$v" "$VALIDATE" -o "${VAL_LOSSY[@]}" "$f"
+	capture "$v" "$VALIDATE" -o "$f"
 	if [ "$RC" -ne 0 ]; then
 		fail "capture $cap: $side's frames ($src) fail urxe-validate: exit $RC"
 		show "$v"
@@ -298,13 +297,6 @@ if [ "${URXE_VM_PACKET:-1}" != 0 ]; then
 		pkt_write_bw_server "$BWOK"
 	expect_match "boot3: kernel rxe ib_write_bw client exits 0" boot3 '^VMT write_bw_client rc=0'
 	expect_no_match "boot3: no \"Failed status\" on the VM" boot3 'Failed status'
-	# Known fault: a process of this boot can come up on a slot (so a
-	# QPN, 0x004000) another one used a moment before, while kernel rxe
-	# may still retransmit to the old QP; the validator then sees two
-	# connections as one stream with PSN jumps.  Until QPNs stop being
-	# reused at once, PSN gaps are tolerated in this boot's captures
-	# (-l); every frame's headers and ICRC are still checked.
-	VAL_LOSSY=(-l)
 	# The tap's capture: kernel rxe's frames, as urxe received them.
 	pcap_ok packet
 	pcap_side packet kernel "$KERNEL_IP" "${SENDS[@]}" RDMA_WRITE_FIRST \
