@@ -480,9 +480,9 @@ static struct urxe_eqp *hidden_view_new(struct urxe_dev *dev, uint32_t qpn)
 	struct urxe_eqp *qp;
 
 	pthread_mutex_lock(&doms_lock);
-	for (d = doms; d && !st; d = d->next)
-		if (d->dev == dev)
-			st = urxe_xrc_tgt_find(d, qpn);
+	for (d = doms; d; d = d->next)
+		if (d->dev == dev && (st = urxe_xrc_tgt_find(d, qpn)))
+			break;
 	pthread_mutex_unlock(&doms_lock);
 	if (!st)
 		return NULL;
@@ -498,14 +498,10 @@ static struct urxe_eqp *hidden_view_new(struct urxe_dev *dev, uint32_t qpn)
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
-	/* (d is the domain st was found in: the loop stepped past it.) */
-	for (d = doms; d; d = d->next)
-		if (d->dev == dev && urxe_xrc_tgt_alive(d, st, qpn))
-			break;
 	qp->eng = dev->eng;
 	qp->qpn = qpn;
 	qp->type = IBV_QPT_XRC_RECV;
-	qp->xrcd = d ? d->domain_id : 0;
+	qp->xrcd = d->domain_id;
 	qp->shared = st;
 	qp->sport = (uint16_t)(0xc000 | ((qpn * 2654435761u) >> 18));
 	qp->attr.sgid = dev->gids[0];
