@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * URXE_FAULTS=drop=P,dup=P,reorder=P,corrupt=P,seed=N: fault injection
- * on RoCE packets.  Each decision is a hash of (seed, QPN, PSN, opcode,
- * direction, occurrence) — occurrence counts how often that very packet
- * was seen, so a retransmission gets a fresh decision — and so a run is
- * reproducible whichever thread sends.
+ * URXE_FAULTS=drop=P,dup=P,reorder=P,corrupt=P,seed=N,limit=N: fault
+ * injection on RoCE packets.  Each decision is a hash of (seed, QPN, PSN,
+ * opcode, direction, occurrence) — occurrence counts how often that very
+ * packet was seen, so a retransmission gets a fresh decision — and so a
+ * run is reproducible whichever thread sends.  With limit=N the injector
+ * falls silent after its Nth fault: a program that exits as soon as its
+ * own work is done (ibv_rc_pingpong) cannot answer a retransmission of its
+ * peer's last message, so a test of it wants a clean tail.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,6 +29,7 @@ struct urxe_faults {
 	struct urxe_faults_conf conf;
 	pthread_mutex_t lock;
 	unsigned int evict;
+	uint64_t injected;	/* faults so far, under lock */
 	struct occ occ[OCC_SLOTS];
 };
 
@@ -40,6 +44,15 @@ static int parse_prob(const char *v, double *out)
 	return 0;
 }
 
+static int parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(v, &end, 0);
+	return *v && *v != '-' && !*end && !errno ? 0 : -EINVAL;
+}
+
 int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf)
 {
 	char buf[256], *tok, *save = NULL;
@@ -49,7 +62,7 @@ int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf)
 		return -EINVAL;
 	strcpy(buf, spec);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '='), *end;
+		char *eq = strchr(tok, '=');
 		int rc = 0;
 
 		if (!eq)
@@ -63,10 +76,11 @@ int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf)
 			rc = parse_prob(eq, &conf->reorder);
 		else if (!strcmp(tok, "corrupt"))
 			rc = parse_prob(eq, &conf->corrupt);
-		else if (!strcmp(tok, "seed")) {
-			conf->seed = strtoull(eq, &end, 0);
-			rc = *eq && !*end ? 0 : -EINVAL;
-		} else
+		else if (!strcmp(tok, "seed"))
+			rc = parse_u64(eq, &conf->seed);
+		else if (!strcmp(tok, "limit"))
+			rc = parse_u64(eq, &conf->limit);
+		else
 			rc = -EINVAL;
 		if (rc)
 			return rc;
@@ -139,6 +153,20 @@ static uint32_t occurrence(struct urxe_faults *f, uint64_t key)
 	return n;
 }
 
+/* FAULT, unless the limit is spent: then none, for good. */
+static enum urxe_fault spend(struct urxe_faults *f, enum urxe_fault fault)
+{
+	bool ok;
+
+	if (!f->conf.limit)
+		return fault;
+	pthread_mutex_lock(&f->lock);
+	ok = f->injected < f->conf.limit;
+	f->injected += ok;
+	pthread_mutex_unlock(&f->lock);
+	return ok ? fault : URXE_FAULT_NONE;
+}
+
 enum urxe_fault urxe_faults_decide(struct urxe_faults *f, uint32_t qpn,
 				   uint32_t psn, uint8_t opcode, bool rx)
 {
@@ -152,15 +180,15 @@ enum urxe_fault urxe_faults_decide(struct urxe_faults *f, uint32_t qpn,
 	h = mix(f->conf.seed ^ mix(key) ^ mix(occurrence(f, key) + 0x51ed27u));
 	r = (double)(h >> 11) / (double)(1ull << 53);
 	if (r < f->conf.drop)
-		return URXE_FAULT_DROP;
+		return spend(f, URXE_FAULT_DROP);
 	r -= f->conf.drop;
 	if (r < f->conf.dup)
-		return URXE_FAULT_DUP;
+		return spend(f, URXE_FAULT_DUP);
 	r -= f->conf.dup;
 	if (r < f->conf.reorder)
-		return URXE_FAULT_REORDER;
+		return spend(f, URXE_FAULT_REORDER);
 	r -= f->conf.reorder;
 	if (r < f->conf.corrupt)
-		return URXE_FAULT_CORRUPT;
+		return spend(f, URXE_FAULT_CORRUPT);
 	return URXE_FAULT_NONE;
 }

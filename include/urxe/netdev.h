@@ -362,6 +362,8 @@ void urxe_capture_write(struct urxe_capture *c,
 struct urxe_faults_conf {
 	double drop, dup, reorder, corrupt;
 	uint64_t seed;
+	/* Stop after this many faults (0: never stop). */
+	uint64_t limit;
 };
 
 enum urxe_fault {
