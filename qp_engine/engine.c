@@ -862,7 +862,10 @@ int urxe_engine_progress(struct urxe_engine *eng)
 	}
 	atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
 			      memory_order_relaxed);
+	atomic_store_explicit(&eng->app_in_progress, true, memory_order_relaxed);
 	did = progress(eng, PROG_POLL);
+	atomic_store_explicit(&eng->app_in_progress, false,
+			      memory_order_relaxed);
 	atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
 			      memory_order_relaxed);
 	return did;

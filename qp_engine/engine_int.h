@@ -94,12 +94,15 @@ struct urxe_engine {
 	double backoff_s;		/* its period: grows while they do */
 	/* what woke the engine thread, and what it did (URXE_LOG=debug) */
 	unsigned long wakes[4];		/* io, timer, doorbell, backoff */
-	unsigned long runs, parks, busy;
+	unsigned long runs, parks, busy, taken;
+	unsigned int app_takes;		/* in a row: input an app read */
 	ev_io io[10];
 	unsigned int nio;
 	bool io_parked;
 	/* last time an application thread ran progress (ns) */
 	_Atomic uint64_t app_progress_ns;
+	/* ... and whether one is running it now (a hint: not counted) */
+	atomic_bool app_in_progress;
 	/* ... and posted (ns) */
 	_Atomic uint64_t app_post_ns;
 	/*
@@ -136,11 +139,26 @@ struct urxe_engine {
 #define URXE_WINDOW_PKTS 32
 #define URXE_WINDOW_MIN 1
 #define URXE_WINDOW_MAX 128
-/* The engine thread leaves the sockets to polling applications... */
+/*
+ * The engine thread leaves the sockets to applications that polled this
+ * recently...
+ */
 #define URXE_APP_ACTIVE_NS 100000
-/* ...and looks again this often, then less and less often, down to this. */
-#define URXE_BACKOFF_S 0.0001
+/*
+ * ...unless input woke it and the application has not called for this
+ * long (it is not polling: ib_write_lat's spins on memory)...
+ */
+#define URXE_APP_SILENT_NS 3000
+/* ...and after this many inputs in a row they took, it stops watching... */
+#define URXE_APP_TAKES 8
+/*
+ * ...and looks again this often, then less and less often, down to this
+ * (libev's epoll waits whole milliseconds), taking input that waits
+ * while no application called for URXE_LOOK_SILENT_NS.
+ */
+#define URXE_BACKOFF_S 0.001
 #define URXE_BACKOFF_MAX_S 0.0016
+#define URXE_LOOK_SILENT_NS 15000
 /* A post to a streaming QP waits for the poller that called this recently. */
 #define URXE_POST_DEFER_NS 10000
 /* ACKs a poller deferred this long ago: the engine thread sends them. */

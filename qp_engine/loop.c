@@ -9,6 +9,7 @@
  * application.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 
@@ -30,6 +31,45 @@ static void rearm_timer(struct urxe_engine *eng)
 
 static bool apps_active(struct urxe_engine *eng);
 
+static inline void urxe_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Input arrived while an application was calling in.  One that polls a
+ * CQ calls again within a microsecond or so and reads it; one that has
+ * turned to spinning on memory (ib_write_lat waits so for the peer's
+ * WRITE, its own send completed) or lost its core never will, or not
+ * soon.  Wait until it calls, or until URXE_APP_SILENT_NS have passed
+ * since its last call: then this thread takes the input itself, at once
+ * rather than after a backoff.
+ */
+static bool app_takes_input(struct urxe_engine *eng, uint64_t silent)
+{
+	uint64_t t0 = urxe_now(eng), now = t0, last;
+
+	for (;;) {
+		last = atomic_load_explicit(&eng->app_progress_ns,
+					    memory_order_relaxed);
+		if (last > t0 ||
+		    atomic_load_explicit(&eng->app_in_progress,
+					 memory_order_relaxed))
+			return true;
+		if (now - last >= silent)
+			break;
+		urxe_cpu_relax();
+		now = urxe_now(eng);
+	}
+	eng->taken++;
+	eng->app_takes = 0;
+	return false;
+}
+
 /*
  * A poller deferred ACKs and has not come back for them: the peer waits.
  * Anything else flagged is the active application threads' to do.
@@ -43,26 +83,28 @@ static bool acks_overdue(struct urxe_engine *eng)
 }
 static void park_io(struct urxe_engine *eng, bool park);
 
-/*
- * Runs progress — unless application threads are calling in: then they
- * do the work (timers included), and this thread, which could be
- * preempted while holding the progress lock, keeps out of their way.
- * ACKs a poller deferred and did not come back for, it sends itself.
- */
-static void run(struct ev_loop *loop)
+static void arm_backoff(struct urxe_engine *eng)
 {
-	struct urxe_engine *eng = ev_userdata(loop);
+	if (ev_is_active(&eng->backoff))
+		return;
+	ev_timer_set(&eng->backoff, eng->backoff_s, 0.0);
+	ev_timer_start(eng->loop, &eng->backoff);
+}
 
-	if (apps_active(eng)) {
-		eng->parks++;
-		park_io(eng, true);
-		if (!ev_is_active(&eng->backoff)) {
-			ev_timer_set(&eng->backoff, eng->backoff_s, 0.0);
-			ev_timer_start(loop, &eng->backoff);
-		}
-		if (!acks_overdue(eng))
-			return;
-	}
+/* Is input waiting in a socket? */
+static bool input_waiting(struct urxe_engine *eng)
+{
+	struct pollfd p[sizeof(eng->io) / sizeof(eng->io[0])];
+	unsigned int i;
+
+	for (i = 0; i < eng->nio; i++)
+		p[i] = (struct pollfd){ .fd = eng->io[i].fd, .events = POLLIN };
+	return poll(p, eng->nio, 0) > 0;
+}
+
+/* Runs progress itself: the applications are not calling in. */
+static void take_over(struct urxe_engine *eng)
+{
 	eng->runs++;
 	if (urxe_engine_progress_thread(eng) == -EBUSY) {
 		/*
@@ -73,13 +115,35 @@ static void run(struct ev_loop *loop)
 		 */
 		eng->busy++;
 		park_io(eng, true);
-		if (!ev_is_active(&eng->backoff)) {
-			ev_timer_set(&eng->backoff, eng->backoff_s, 0.0);
-			ev_timer_start(loop, &eng->backoff);
-		}
+		arm_backoff(eng);
 		return;
 	}
 	rearm_timer(eng);
+}
+
+/*
+ * Runs progress — unless application threads are calling in: then they
+ * do the work (timers included), and this thread, which could be
+ * preempted while holding the progress lock, keeps out of their way.
+ * ACKs a poller deferred and did not come back for, it sends itself.
+ * INPUT: the sockets woke it.
+ */
+static void run(struct urxe_engine *eng, bool input)
+{
+	if (!apps_active(eng) ||
+	    (input && !app_takes_input(eng, URXE_APP_SILENT_NS))) {
+		take_over(eng);
+		return;
+	}
+	/* Pollers took this input: after a few such, stop watching. */
+	if (input && ++eng->app_takes < URXE_APP_TAKES)
+		return;
+	eng->app_takes = 0;
+	eng->parks++;
+	park_io(eng, true);
+	arm_backoff(eng);
+	if (acks_overdue(eng))
+		take_over(eng);
 }
 
 /* Were application threads driving progress a moment ago? */
@@ -119,7 +183,7 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 	(void)w;
 	(void)revents;
 	eng->wakes[0]++;
-	run(loop);
+	run(eng, true);
 }
 
 static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
@@ -130,17 +194,26 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	eng->wakes[3]++;
 	/*
+	 * The applications stopped calling in, or input waits that none of
+	 * them takes (they poll no more: ib_write_lat's spins on memory for
+	 * the peer's WRITE): take over, watching the sockets again.
+	 */
+	if (!apps_active(eng) ||
+	    (input_waiting(eng) && !app_takes_input(eng, URXE_LOOK_SILENT_NS))) {
+		park_io(eng, false);
+		eng->backoff_s = URXE_BACKOFF_S;
+		eng->app_takes = 0;
+		take_over(eng);
+		return;
+	}
+	/*
 	 * Each look costs a busy core a context switch: while applications
 	 * keep polling, look less often (up to URXE_BACKOFF_MAX_S, well
 	 * within a peer's shortest retransmission timeout).
 	 */
-	if (!apps_active(eng)) {
-		park_io(eng, false);
-		eng->backoff_s = URXE_BACKOFF_S;
-	} else if (eng->backoff_s < URXE_BACKOFF_MAX_S) {
+	if (eng->backoff_s < URXE_BACKOFF_MAX_S)
 		eng->backoff_s *= 2;
-	}
-	run(loop);
+	run(eng, false);
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -150,7 +223,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)w;
 	(void)revents;
 	eng->wakes[1]++;
-	run(loop);
+	run(eng, false);
 }
 
 static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
@@ -160,7 +233,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 	(void)w;
 	(void)revents;
 	eng->wakes[2]++;
-	run(loop);
+	run(eng, false);
 }
 
 static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
@@ -181,6 +254,7 @@ bool urxe_in_engine_thread(const struct urxe_engine *eng)
 static void *engine_main(void *arg)
 {
 	struct urxe_engine *eng = arg;
+
 
 	engine_self = eng;
 	ev_run(eng->loop, 0);
@@ -235,9 +309,9 @@ void urxe_engine_thread_stop(struct urxe_engine *eng)
 		return;
 	ev_async_send(eng->loop, &eng->stop);
 	pthread_join(eng->thread, NULL);
-	urxe_dbg("slot %u: engine thread woken by io %lu, timer %lu, doorbell %lu, backoff %lu; ran %lu, parked %lu, found the lock held %lu",
+	urxe_dbg("slot %u: engine thread woken by io %lu, timer %lu, doorbell %lu, backoff %lu; ran %lu (input no poller took %lu), parked %lu, found the lock held %lu",
 		 eng->slot, eng->wakes[0], eng->wakes[1], eng->wakes[2],
-		 eng->wakes[3], eng->runs, eng->parks, eng->busy);
+		 eng->wakes[3], eng->runs, eng->taken, eng->parks, eng->busy);
 	ev_loop_destroy(eng->loop);
 	eng->loop = NULL;
 	eng->thread_running = false;
