@@ -19,10 +19,8 @@
  * socket on port 4791 that accepts nothing (SO_REUSEPORT among one user's
  * processes) keeps it from answering ICMP port unreachable.
  *
- * Link-layer addresses: the next hop from RTM_GETROUTE, its MAC from
- * RTM_GETNEIGH; when the kernel does not know it yet, an ordinary UDP
- * datagram (to the discard port) makes it ask, and the table is polled
- * (at most NEIGH_WAIT_MS).  Results are cached for NEIGH_TTL_NS.
+ * Link-layer addresses (nexthop.c): the next hop from RTM_GETROUTE, its
+ * MAC from RTM_GETNEIGH, cached.
  *
  * IPv4 goes out with DF, ID 0, TTL 64 and UDP checksum 0 (the ICRC the
  * engine computed assumes exactly that); IPv6 with hop limit 64 and a real
@@ -38,11 +36,7 @@
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
-#include <linux/neighbour.h>
-#include <linux/rtnetlink.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +48,8 @@
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 #include <urxe/util.h>
+
+#include "packet_int.h"
 
 #define RX_RING_BYTES (8u << 20)
 #define TX_FRAMES 256u
@@ -69,63 +65,8 @@
 #define GSO_HDRS (URXE_PACKET_VNET_LEN + 14 + 40 + 8)
 #define ROCE_FRAME_MAX 4300u		/* Ethernet .. ICRC of any RoCE frame */
 #define TX_DATA_OFF TPACKET_ALIGN(sizeof(struct tpacket2_hdr))
-#define NEIGH_SLOTS 32
-#define NEIGH_TTL_NS 1000000000ull	/* re-read the kernel's table */
-#define NEIGH_WAIT_MS 1000		/* resolution, at most */
-#define DISCARD_PORT 9
 #define SNAPLEN 262144			/* the filter accepts whole frames */
 #define DLT_EN10MB 1
-
-struct ring {
-	uint8_t *base;
-	unsigned int frame_size;
-	unsigned int nframes;
-	unsigned int per_block;		/* frames in a block (none straddles) */
-	size_t block_size;
-	unsigned int head;
-};
-
-struct neigh {
-	uint8_t gid[16];
-	uint8_t mac[6];
-	bool used;
-	int err;			/* 0: mac valid; else why not */
-	uint64_t until_ns;
-};
-
-struct urxe_packet {
-	int fd;
-	int sink[2];
-	int mc[2];			/* IPv4, IPv6 group memberships (lazy) */
-	struct in_addr lo_addr;		/* loopback: the slot's own address */
-	uint8_t *map;
-	size_t map_len;
-	struct ring rx, tx;
-	unsigned int rx_held;		/* handed out by recv, not released */
-	unsigned int rx_part;		/* segments of the next one handed out */
-	bool gso;			/* PACKET_VNET_HDR, super-frames */
-	uint32_t (*id_delta)(uint32_t len, uint16_t id);
-	unsigned int rx_since_tx;	/* frames received since the last send */
-	unsigned int rx_run;		/* ... since the last with an answer */
-	int ifindex;
-	unsigned int mtu;
-	bool loopback;
-	uint8_t mac[6];
-	char ifname[IF_NAMESIZE];
-	struct mnl_socket *nl;
-	unsigned int nl_seq;
-	struct neigh neigh[NEIGH_SLOTS];
-	unsigned int neigh_next, neigh_last;
-	bool warned_trunc;
-};
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the demux filter ---- */
 
@@ -325,7 +266,7 @@ int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
 	return (int)(hl + len);
 }
 
-static void gid_from_v4(uint8_t *gid, const uint8_t *a)
+void urxe_packet_gid_from_v4(uint8_t *gid, const uint8_t *a)
 {
 	memset(gid, 0, 10);
 	gid[10] = gid[11] = 0xff;
@@ -348,8 +289,8 @@ int urxe_packet_parse(const uint8_t *f, uint32_t len, struct urxe_packet_in *in)
 		    get16(ip + 2) < ip_len + 8 || 14u + get16(ip + 2) > len ||
 		    fold(sum16(0, ip, ip_len)))
 			return -EINVAL;
-		gid_from_v4(in->src, ip + 12);
-		gid_from_v4(in->dst, ip + 16);
+		urxe_packet_gid_from_v4(in->src, ip + 12);
+		urxe_packet_gid_from_v4(in->dst, ip + 16);
 		in->tos = ip[1];
 		in->ttl = ip[8];
 		in->ip_id = get16(ip + 4);
@@ -382,296 +323,6 @@ int urxe_packet_parse(const uint8_t *f, uint32_t len, struct urxe_packet_in *in)
 	return in->dport == URXE_UDP_PORT ? 0 : -EINVAL;
 }
 
-/* ---- neighbours ---- */
-
-struct nl_reply {
-	int family;
-	bool have_gw, have_oif, have_mac;
-	uint8_t gw[16];
-	int oif;
-	uint8_t type;
-	uint16_t state;
-	uint8_t mac[6];
-};
-
-static int route_attr(const struct nlattr *a, void *data)
-{
-	struct nl_reply *r = data;
-	size_t alen = r->family == AF_INET ? 4 : 16;
-
-	switch (mnl_attr_get_type(a)) {
-	case RTA_GATEWAY:
-		if (mnl_attr_get_payload_len(a) == alen) {
-			memcpy(r->gw, mnl_attr_get_payload(a), alen);
-			r->have_gw = true;
-		}
-		break;
-	case RTA_OIF:
-		if (mnl_attr_validate(a, MNL_TYPE_U32) >= 0) {
-			r->oif = (int)mnl_attr_get_u32(a);
-			r->have_oif = true;
-		}
-		break;
-	}
-	return MNL_CB_OK;
-}
-
-static int route_cb(const struct nlmsghdr *nlh, void *data)
-{
-	const struct rtmsg *rt = mnl_nlmsg_get_payload(nlh);
-	struct nl_reply *r = data;
-
-	if (nlh->nlmsg_type != RTM_NEWROUTE)
-		return MNL_CB_OK;
-	r->type = rt->rtm_type;
-	return mnl_attr_parse(nlh, sizeof(*rt), route_attr, r);
-}
-
-static int neigh_attr(const struct nlattr *a, void *data)
-{
-	struct nl_reply *r = data;
-
-	if (mnl_attr_get_type(a) == NDA_LLADDR &&
-	    mnl_attr_get_payload_len(a) == 6) {
-		memcpy(r->mac, mnl_attr_get_payload(a), 6);
-		r->have_mac = true;
-	}
-	return MNL_CB_OK;
-}
-
-static int neigh_cb(const struct nlmsghdr *nlh, void *data)
-{
-	const struct ndmsg *nd = mnl_nlmsg_get_payload(nlh);
-	struct nl_reply *r = data;
-
-	if (nlh->nlmsg_type != RTM_NEWNEIGH)
-		return MNL_CB_OK;
-	r->state = nd->ndm_state;
-	return mnl_attr_parse(nlh, sizeof(*nd), neigh_attr, r);
-}
-
-/* One request, its answer to @cb; -errno (ENOENT: none) or 0. */
-static int nl_ask(struct urxe_packet *p, struct nlmsghdr *nlh, mnl_cb_t cb,
-		  void *data)
-{
-	char buf[8192];
-	unsigned int portid = mnl_socket_get_portid(p->nl);
-	ssize_t n;
-	int rc;
-
-	nlh->nlmsg_seq = ++p->nl_seq;
-	if (mnl_socket_sendto(p->nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	/* A GET without NLM_F_DUMP: one answer, the object or an error. */
-	n = mnl_socket_recvfrom(p->nl, buf, sizeof(buf));
-	if (n < 0)
-		return -errno;
-	rc = mnl_cb_run(buf, (size_t)n, p->nl_seq, portid, cb, data);
-	return rc < 0 ? -errno : 0;
-}
-
-/* The next hop toward @gid: @hop (a GID) on our interface, or -errno. */
-static int route_get(struct urxe_packet *p, const uint8_t *gid, uint8_t *hop)
-{
-	char req[256];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
-	struct rtmsg *rt;
-	struct nl_reply r = { 0 };
-	bool v4 = urxe_gid_is_v4(gid);
-	int rc;
-
-	nlh->nlmsg_type = RTM_GETROUTE;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
-	rt->rtm_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
-	rt->rtm_dst_len = v4 ? 32 : 128;
-	r.family = rt->rtm_family;
-	mnl_attr_put(nlh, RTA_DST, v4 ? 4 : 16, v4 ? gid + 12 : gid);
-	if (!v4 && gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80)
-		mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)p->ifindex);
-	rc = nl_ask(p, nlh, route_cb, &r);
-	if (rc)
-		return rc;
-	if (r.type == RTN_LOCAL)
-		return -EADDRNOTAVAIL;		/* this host's own address */
-	if (r.type != RTN_UNICAST || !r.have_oif)
-		return -ENETUNREACH;
-	if (r.oif != p->ifindex)
-		return -EXDEV;
-	if (!r.have_gw) {
-		memcpy(hop, gid, 16);
-	} else if (v4) {
-		gid_from_v4(hop, r.gw);
-	} else {
-		memcpy(hop, r.gw, 16);
-	}
-	return 0;
-}
-
-/* The kernel's entry for @hop: 0 and @mac when usable, else -errno. */
-static int neigh_get(struct urxe_packet *p, const uint8_t *hop, uint8_t *mac)
-{
-	char req[256];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
-	struct ndmsg *nd;
-	struct nl_reply r = { 0 };
-	bool v4 = urxe_gid_is_v4(hop);
-	int rc;
-
-	nlh->nlmsg_type = RTM_GETNEIGH;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	nd = mnl_nlmsg_put_extra_header(nlh, sizeof(*nd));
-	nd->ndm_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
-	nd->ndm_ifindex = p->ifindex;
-	mnl_attr_put(nlh, NDA_DST, v4 ? 4 : 16, v4 ? hop + 12 : hop);
-	rc = nl_ask(p, nlh, neigh_cb, &r);
-	if (rc)
-		return rc;
-	if (!r.have_mac || !(r.state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY |
-					 NUD_PROBE | NUD_PERMANENT | NUD_NOARP)))
-		return -EHOSTUNREACH;
-	memcpy(mac, r.mac, 6);
-	return 0;
-}
-
-/* An ordinary datagram toward @hop makes the kernel resolve it. */
-static void neigh_trigger(struct urxe_packet *p, const uint8_t *hop)
-{
-	bool v4 = urxe_gid_is_v4(hop);
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
-	struct sockaddr_in a4 = { .sin_family = AF_INET };
-	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return;
-	setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, p->ifname,
-		   (socklen_t)strlen(p->ifname));
-	if (v4) {
-		a4.sin_port = htons(DISCARD_PORT);
-		memcpy(&a4.sin_addr, hop + 12, 4);
-		sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&a4, sizeof(a4));
-	} else {
-		a6.sin6_port = htons(DISCARD_PORT);
-		memcpy(&a6.sin6_addr, hop, 16);
-		a6.sin6_scope_id = (uint32_t)p->ifindex;
-		sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&a6, sizeof(a6));
-	}
-	close(fd);
-}
-
-static void mcast_mac(const uint8_t *gid, uint8_t *mac)
-{
-	if (urxe_gid_is_v4(gid)) {
-		mac[0] = 0x01;
-		mac[1] = 0x00;
-		mac[2] = 0x5e;
-		mac[3] = gid[13] & 0x7f;
-		mac[4] = gid[14];
-		mac[5] = gid[15];
-	} else {
-		mac[0] = mac[1] = 0x33;
-		memcpy(mac + 2, gid + 12, 4);
-	}
-}
-
-static bool gid_is_mcast(const uint8_t *gid)
-{
-	return urxe_gid_is_v4(gid) ? (gid[12] & 0xf0) == 0xe0 : gid[0] == 0xff;
-}
-
-static int resolve(struct urxe_packet *p, const uint8_t *gid, uint8_t *mac)
-{
-	char name[INET6_ADDRSTRLEN];
-	uint8_t hop[16];
-	unsigned int i;
-	int rc, waited;
-
-	rc = route_get(p, gid, hop);
-	if (rc)
-		goto err;
-	rc = neigh_get(p, hop, mac);
-	if (!rc)
-		return 0;
-	neigh_trigger(p, hop);
-	for (waited = 0; waited < NEIGH_WAIT_MS; waited++) {
-		poll(NULL, 0, 1);
-		rc = neigh_get(p, hop, mac);
-		if (!rc)
-			return 0;
-		if (waited == NEIGH_WAIT_MS / 2)
-			neigh_trigger(p, hop);
-	}
-err:
-	if (urxe_gid_is_v4(gid))
-		inet_ntop(AF_INET, gid + 12, name, sizeof(name));
-	else
-		inet_ntop(AF_INET6, gid, name, sizeof(name));
-	for (i = 0; i < NEIGH_SLOTS; i++)
-		if (p->neigh[i].used && !memcmp(p->neigh[i].gid, gid, 16) &&
-		    p->neigh[i].err == rc)
-			return rc;		/* said so already */
-	if (rc == -EADDRNOTAVAIL)
-		urxe_err("packet backend: %s is this host's own address: the packet backend cannot reach a process on its own host through %s (use the udp backend or another namespace)",
-			 name, p->ifname);
-	else if (rc == -EXDEV || rc == -ENETUNREACH)
-		urxe_err("packet backend: no route to %s through %s", name,
-			 p->ifname);
-	else
-		urxe_err("packet backend: cannot resolve the link-layer address of %s on %s (no ARP/neighbour reply within %d ms): %s",
-			 name, p->ifname, NEIGH_WAIT_MS, strerror(-rc));
-	return rc;
-}
-
-/* The destination MAC of a frame to @gid: 0, or -errno (cached too). */
-static int dest_mac(struct urxe_packet *p, const uint8_t *gid, uint8_t *mac)
-{
-	struct neigh *n = &p->neigh[p->neigh_last];
-	uint64_t now;
-	unsigned int i;
-
-	if (p->loopback) {
-		memset(mac, 0, 6);
-		return 0;
-	}
-	if (gid_is_mcast(gid)) {
-		mcast_mac(gid, mac);
-		return 0;
-	}
-	now = now_ns();
-	if (!(n->used && !memcmp(n->gid, gid, 16))) {
-		n = NULL;
-		for (i = 0; i < NEIGH_SLOTS; i++) {
-			if (p->neigh[i].used &&
-			    !memcmp(p->neigh[i].gid, gid, 16)) {
-				n = &p->neigh[i];
-				p->neigh_last = i;
-				break;
-			}
-		}
-	}
-	if (!n || now >= n->until_ns) {
-		uint8_t m[6];
-		int rc = resolve(p, gid, m);
-
-		if (!n) {
-			p->neigh_last = p->neigh_next++ % NEIGH_SLOTS;
-			n = &p->neigh[p->neigh_last];
-			memcpy(n->gid, gid, 16);
-			n->used = true;
-		}
-		/* A failure that was good before keeps the old MAC a while. */
-		if (!rc || n->err)
-			n->err = rc;
-		if (!rc)
-			memcpy(n->mac, m, 6);
-		n->until_ns = now_ns() + NEIGH_TTL_NS;
-	}
-	if (n->err)
-		return n->err;
-	memcpy(mac, n->mac, 6);
-	return 0;
-}
-
 /* ---- multicast ---- */
 
 /*
@@ -685,7 +336,7 @@ int urxe_packet_mcast(struct urxe_packet *p, const uint8_t *gid, bool join)
 	bool v4 = urxe_gid_is_v4(gid);
 	int *fd = &p->mc[v4 ? 0 : 1];
 
-	if (!gid_is_mcast(gid))
+	if (!urxe_nexthop_gid_is_mcast(gid))
 		return -EINVAL;
 	if (p->loopback)
 		return 0;
@@ -792,7 +443,7 @@ int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
 				break;
 			}
 		}
-		rc = dest_mac(p, out[i].dst, dmac);
+		rc = urxe_nexthop_dest_mac(p, out[i].dst, dmac);
 		if (!rc)
 			rc = build_frame(p, out + i, n - i, h, dmac);
 		if (rc < 0)
@@ -900,7 +551,7 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		 * packet, QPN 0xFFFFFF) is that slot's, not ours.
 		 */
 		if (k && p->loopback && urxe_gid_is_v4(in[got].dst) &&
-		    !gid_is_mcast(in[got].dst) &&
+		    !urxe_nexthop_gid_is_mcast(in[got].dst) &&
 		    memcmp(in[got].dst + 12, &p->lo_addr, 4))
 			k = 0;		/* its segments: one destination */
 		got += k;
