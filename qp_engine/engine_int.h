@@ -86,6 +86,7 @@ struct urxe_engine {
 	/* engine thread */
 	pthread_t thread;
 	atomic_bool thread_running;
+	atomic_bool thread_stopping;	/* it must not linger */
 	struct ev_loop *loop;
 	ev_async wake;
 	ev_async stop;
@@ -159,6 +160,8 @@ struct urxe_engine {
 #define URXE_BACKOFF_S 0.001
 #define URXE_BACKOFF_MAX_S 0.0016
 #define URXE_LOOK_SILENT_NS 15000
+/* Serving alone, it goes on polling this long after its last input. */
+#define URXE_LINGER_NS 20000
 /* A post to a streaming QP waits for the poller that called this recently. */
 #define URXE_POST_DEFER_NS 10000
 /* ACKs a poller deferred this long ago: the engine thread sends them. */
