@@ -69,6 +69,11 @@ static int make_cmd_fd(const struct urxe_dev_desc *desc)
 static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct urxe_ctx *ctxs;
 
+void urxe_ctx_after_fork_child(void)
+{
+	pthread_mutex_init(&ctxs_lock, NULL);
+}
+
 static void ctx_list_add(struct urxe_ctx *c)
 {
 	pthread_mutex_lock(&ctxs_lock);

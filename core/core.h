@@ -38,6 +38,10 @@ struct urxe_config {
 	char rundir[URXE_RUNDIR_MAX];
 };
 
+/* In a fork()ed child: the module's locks are free again. */
+void urxe_ctx_after_fork_child(void);
+void urxe_devlist_after_fork_child(void);
+
 /*
  * Parses one device line: "NAME netdev IF [backend udp|packet]".  Returns
  * 0, 1 for a blank or comment line, or -EINVAL (with @err explaining).

@@ -15,6 +15,11 @@
 #include "core.h"
 
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void urxe_devlist_after_fork_child(void)
+{
+	pthread_mutex_init(&known_lock, NULL);
+}
 static struct urxe_ibdev *known;
 static int nknown;
 

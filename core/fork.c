@@ -31,8 +31,15 @@ URXE_EXPORT int ibv_dofork_range(void *base, size_t size)
 	return 0;
 }
 
+/*
+ * Only the forking thread comes along: a lock another thread held (the
+ * engine thread's, typically) would stay held for ever.  Each module
+ * re-initialises its process-wide locks.
+ */
 static void atfork_child(void)
 {
+	urxe_ctx_after_fork_child();
+	urxe_devlist_after_fork_child();
 	urxe_dev_after_fork_child();
 }
 

@@ -16,6 +16,7 @@
 #include <urxe/util.h>
 
 #include "provider_int.h"
+#include "xrc_shared.h"
 
 const char *const urxe_backend_names[URXE_BACKEND__COUNT] = {
 	[URXE_BACKEND_UDP] = "udp",
@@ -259,6 +260,9 @@ void urxe_dev_after_fork_child(void)
 	 * just forgets its copy of the descriptor.
 	 */
 	pthread_mutex_init(&instances_lock, NULL);
+	urxe_xrc_after_fork_child();
+	urxe_mcast_after_fork_child();
+	urxe_import_after_fork_child();
 	for (dev = instances; dev; dev = dev->next) {
 		pthread_mutex_init(&dev->lock, NULL);
 		pthread_mutex_init(&dev->bind_lock, NULL);

@@ -24,6 +24,12 @@ struct reg {
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* In a fork()ed child: whoever held it did not come along. */
+void urxe_import_after_fork_child(void)
+{
+	pthread_mutex_init(&reg_lock, NULL);
+}
 static struct reg pds, mrs;
 /* Imported PDs unimported while objects still used them. */
 static struct reg parked;

@@ -43,6 +43,12 @@ static bool dev_loopback(struct urxe_dev *dev)
  */
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* In a fork()ed child: whoever held it did not come along. */
+void urxe_mcast_after_fork_child(void)
+{
+	pthread_mutex_init(&attach_lock, NULL);
+}
+
 /*
  * The instance joins or leaves @gid: on loopback in the registry, on a
  * real interface on its receive socket (IP multicast through the kernel).

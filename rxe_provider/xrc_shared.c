@@ -427,6 +427,22 @@ static pthread_mutex_t views_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct xs_view *views;
 static unsigned int nviews, views_cap;
 
+void urxe_xrc_after_fork_child(void)
+{
+	struct urxe_xrc_dom *d;
+
+	/*
+	 * The parent's engine thread takes these (routing requests, the
+	 * host watch) and did not come along: re-initialise, never take.
+	 * The inherited domains are the dead instances'; a new instance
+	 * maps its own.
+	 */
+	pthread_mutex_init(&doms_lock, NULL);
+	pthread_mutex_init(&views_lock, NULL);
+	for (d = doms; d; d = d->next)
+		pthread_mutex_init(&d->lock, NULL);
+}
+
 int urxe_xrc_view_add(struct urxe_dev *dev, struct urxe_xrc_dom *d,
 		      struct urxe_eqp *qp)
 {

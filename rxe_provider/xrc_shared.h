@@ -35,6 +35,8 @@ bool urxe_ofd_held(int fd, off_t at);
 int urxe_xrc_dom_get(struct urxe_dev *dev, uint64_t domain_id,
 		     struct urxe_xrc_dom **out);
 void urxe_xrc_dom_put(struct urxe_xrc_dom *d);
+/* In a fork()ed child: the module's locks, whoever held them, are free. */
+void urxe_xrc_after_fork_child(void);
 /* Removes the domain's file (its registry entry is free, or reused). */
 void urxe_xrc_dom_unlink(const char *rundir, uint64_t domain_id);
 /* Whether the process of @slot uses the domain (ours always does). */

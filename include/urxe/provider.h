@@ -104,6 +104,9 @@ int urxe_dev_get(const struct urxe_dev_desc *desc, struct urxe_dev **out);
 void urxe_dev_put(struct urxe_dev *dev);
 /* In a fork()ed child: every inherited instance is dead, its slot dropped. */
 void urxe_dev_after_fork_child(void);
+/* ...and the provider's other process-wide locks are free again. */
+void urxe_mcast_after_fork_child(void);
+void urxe_import_after_fork_child(void);
 
 /*
  * Opens the sockets and starts the engine thread, once: the first QP or AH

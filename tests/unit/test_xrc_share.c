@@ -7,9 +7,13 @@
  * another domain; when its host destroys it, the other process's handle
  * gets IBV_EVENT_QP_FATAL within a second and can still be destroyed, and
  * the domain then closes.  (t_xrc runs the whole traffic across three
- * processes and a host that is killed.)
+ * processes and a host that is killed.)  And a fork()ed child can make an
+ * XRC domain of its own while, in the parent, another thread was inside
+ * the module's lock at the fork.
  */
 #include <check.h>
+#include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -207,6 +211,136 @@ START_TEST(tgt_opened_in_another_process)
 }
 END_TEST
 
+static struct ibv_srq *xrc_srq(struct ibv_context *c, struct ibv_xrcd *x,
+			       struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_srq_init_attr_ex a = {
+		.attr = { .max_wr = 4, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_XRC,
+		.xrcd = x,
+		.cq = cq,
+		.pd = pd,
+	};
+
+	return ibv_create_srq_ex(c, &a);
+}
+
+struct blocked {
+	struct ibv_context *c;
+	struct ibv_xrcd *x;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	uint64_t done_ms;
+};
+
+static void *make_srq(void *arg)
+{
+	struct blocked *b = arg;
+
+	b->srq = xrc_srq(b->c, b->x, b->pd, b->cq);
+	b->done_ms = now_ms();
+	return NULL;
+}
+
+/* The child: a domain and an XRC SRQ of its own, on a fresh context. */
+static int fork_child_domain(void)
+{
+	struct ibv_context *c = open_dev("rxe0");
+	struct ibv_xrcd *x;
+	struct ibv_srq *srq;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	int fd;
+
+	if (!c)
+		return 10;
+	x = open_domain(c, fb, &fd);
+	pd = ibv_alloc_pd(c);
+	cq = ibv_create_cq(c, 4, NULL, NULL, 0);
+	if (!x || !pd || !cq)
+		return 11;
+	srq = xrc_srq(c, x, pd, cq);
+	if (!srq)
+		return 12;
+	if (ibv_destroy_srq(srq) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) ||
+	    ibv_close_xrcd(x))
+		return 13;
+	close(fd);
+	return ibv_close_device(c) ? 14 : 0;
+}
+
+/*
+ * Another thread is inside the XRC module's domain lock when the process
+ * forks: it maps a domain's shared file and waits for the file's lock,
+ * which this thread holds through a description of its own.  The child
+ * must not inherit the lock held (its owner did not come along).
+ */
+START_TEST(fork_while_domain_lock_held)
+{
+	struct blocked b = { 0 };
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_len = 1 };
+	char *path = NULL;
+	struct dirent *de;
+	uint64_t unlocked;
+	struct ibv_srq *first;
+	pthread_t th;
+	int fd, lfd, st;
+	pid_t pid;
+	DIR *d;
+
+	b.c = open_dev("rxe0");
+	ck_assert_ptr_nonnull(b.c);
+	b.x = open_domain(b.c, fa, &fd);
+	b.pd = ibv_alloc_pd(b.c);
+	b.cq = ibv_create_cq(b.c, 8, NULL, NULL, 0);
+	ck_assert(b.x && b.pd && b.cq);
+	/* A first SRQ makes the domain's shared file; then it goes again. */
+	first = xrc_srq(b.c, b.x, b.pd, b.cq);
+	ck_assert_ptr_nonnull(first);
+	d = opendir(sb.rundir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "xrcd.", 5))
+			path = tu_path(sb.rundir, de->d_name);
+	closedir(d);
+	ck_assert_ptr_nonnull(path);
+	ck_assert_int_eq(ibv_destroy_srq(first), 0);
+
+	lfd = open(path, O_RDWR);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(fcntl(lfd, F_OFD_SETLK, &fl), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, make_srq, &b), 0);
+	usleep(300000);		/* it is waiting for the file lock now */
+	pid = tu_fork(15);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(fork_child_domain());
+	st = tu_wait_child(pid, 10000);
+	unlocked = now_ms();
+	fl.l_type = F_UNLCK;
+	ck_assert_int_eq(fcntl(lfd, F_OFD_SETLK, &fl), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	/* The thread was inside the lock at the fork: it ended after this. */
+	ck_assert_uint_ge(b.done_ms, unlocked);
+	ck_assert_msg(st != -1 && tu_exit_code(st) == 0,
+		      "child: %s (status 0x%x)",
+		      st == -1 ? "hung, killed" : "failed", st);
+	ck_assert_ptr_nonnull(b.srq);
+	ck_assert_int_eq(ibv_destroy_srq(b.srq), 0);
+	ck_assert_int_eq(ibv_destroy_cq(b.cq), 0);
+	ck_assert_int_eq(ibv_dealloc_pd(b.pd), 0);
+	ck_assert_int_eq(ibv_close_xrcd(b.x), 0);
+	close(lfd);
+	close(fd);
+	free(path);
+	ck_assert_int_eq(ibv_close_device(b.c), 0);
+}
+END_TEST
+
 static Suite *xrc_share_suite(void)
 {
 	Suite *s = suite_create("xrc_share");
@@ -215,6 +349,7 @@ static Suite *xrc_share_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, tgt_opened_in_another_process);
+	tcase_add_test(tc, fork_while_domain_lock_held);
 	suite_add_tcase(s, tc);
 	return s;
 }
