@@ -49,7 +49,7 @@ struct urxe_dev_rx {
 	uint8_t buf[RX_BATCH][RX_BUF];
 };
 
-static uint64_t dev_now(void *priv)
+uint64_t urxe_dev_now(void *priv)
 {
 	struct timespec ts;
 
@@ -271,30 +271,7 @@ static void gso_fix_icrcs(const struct urxe_udp_out *o, const struct seg *segs,
 	}
 }
 
-static int flow_cmp(const struct urxe_udp_out *a, const struct urxe_udp_out *b)
-{
-	int c = memcmp(a->dst, b->dst, 16);
-
-	return c ? c : (int)a->sport - (int)b->sport;
-}
-
-/*
- * Groups the batch by destination and source port, keeping the order
- * within each group: a flow's (a QP's) packets stay in order, packets of
- * many QPs sharing a pool port come together and can leave as one.
- */
-static void group_flows(struct urxe_udp_out *out, unsigned int k)
-{
-	unsigned int i, j;
-
-	for (i = 1; i < k; i++) {
-		struct urxe_udp_out t = out[i];
-
-		for (j = i; j > 0 && flow_cmp(&out[j - 1], &t) > 0; j--)
-			out[j] = out[j - 1];
-		out[j] = t;
-	}
-}
+URXE_DEV_GROUP_FLOWS(group_flows, struct urxe_udp_out)
 
 /* One transmit batch's datagrams: GSO runs, and where their packets lie. */
 struct gso_batch {
@@ -501,7 +478,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 	struct urxe_dev_rx *rx = dev->rx;
 	int total = 0, n, i;
 
-	uint64_t now = dev_now(dev);
+	uint64_t now = urxe_dev_now(dev);
 
 	if (!dev->udp)
 		return 0;
@@ -544,7 +521,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 
 static const struct urxe_engine_ops dev_ops = {
 	.xmit = dev_xmit,
-	.now = dev_now,
+	.now = urxe_dev_now,
 	.sport = dev_sport,
 	.rx_poll = dev_rx_poll,
 	.xrc_route = urxe_xrc_op_route,
@@ -607,6 +584,16 @@ void urxe_dev_debug_knobs(struct urxe_dev *dev)
 		urxe_capture_open(pcap, dev->iface.mac, &dev->cap);
 }
 
+void urxe_dev_debug_knobs_undo(struct urxe_dev *dev)
+{
+	urxe_capture_close(dev->cap);
+	dev->cap = NULL;
+	urxe_faults_destroy(dev->faults);
+	dev->faults = NULL;
+	free(dev->tx);
+	dev->tx = NULL;
+}
+
 static int bind_locked(struct urxe_dev *dev)
 {
 	const char *gso = getenv("URXE_GSO");
@@ -663,12 +650,7 @@ err_udp:
 	urxe_udp_close(dev->udp);
 	dev->udp = NULL;
 err_rx:
-	urxe_capture_close(dev->cap);
-	dev->cap = NULL;
-	urxe_faults_destroy(dev->faults);
-	dev->faults = NULL;
-	free(dev->tx);
-	dev->tx = NULL;
+	urxe_dev_debug_knobs_undo(dev);
 	free(dev->rx);
 	dev->rx = NULL;
 	return rc;
@@ -695,12 +677,12 @@ int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms)
 {
 	struct pollfd pfd[2 + URXE_UDP_MAX_FDS];
 	uint64_t end = timeout_ms < 0 ? UINT64_MAX :
-		       dev_now(dev) + (uint64_t)timeout_ms * 1000000ull;
+		       urxe_dev_now(dev) + (uint64_t)timeout_ms * 1000000ull;
 	unsigned int i, n;
 	int rc;
 
 	for (;;) {
-		uint64_t now = dev_now(dev), until = end;
+		uint64_t now = urxe_dev_now(dev), until = end;
 		int wait;
 
 		if (!dev->dead && dev->eng) {
@@ -737,7 +719,7 @@ int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms)
 		/* Sockets or timers: do the work ourselves, no wake-up needed. */
 		if (!dev->dead && dev->eng)
 			urxe_engine_progress(dev->eng);
-		if (dev_now(dev) >= end)
+		if (urxe_dev_now(dev) >= end)
 			return 0;
 	}
 }

@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <urxe/log.h>
 #include <urxe/provider.h>
@@ -42,15 +41,6 @@
 #define MOD_BURST 4
 #define MOD_TARGET 32
 #define MOD_GAP_NS 200000
-
-static uint64_t pkt_now(void *priv)
-{
-	struct timespec ts;
-
-	(void)priv;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Frames are built here: the port asked for is the port sent. */
 static uint16_t pkt_sport(void *priv, uint16_t sport)
@@ -84,31 +74,7 @@ static void count_lost(struct urxe_dev *dev, unsigned int lost)
 					  lost, memory_order_relaxed);
 }
 
-static int flow_cmp(const struct urxe_packet_out *a,
-		    const struct urxe_packet_out *b)
-{
-	int c = memcmp(a->dst, b->dst, 16);
-
-	return c ? c : (int)a->sport - (int)b->sport;
-}
-
-/*
- * Groups the batch by destination and source port, keeping the order
- * within each group (a QP's packets stay in order): runs of one flow can
- * leave as one super-frame, as on the udp backend.
- */
-static void group_flows(struct urxe_packet_out *out, unsigned int k)
-{
-	unsigned int i, j;
-
-	for (i = 1; i < k; i++) {
-		struct urxe_packet_out t = out[i];
-
-		for (j = i; j > 0 && flow_cmp(&out[j - 1], &t) > 0; j--)
-			out[j] = out[j - 1];
-		out[j] = t;
-	}
-}
+URXE_DEV_GROUP_FLOWS(group_flows, struct urxe_packet_out)
 
 static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
@@ -193,7 +159,7 @@ static void capture_rx(struct urxe_dev *dev, const struct urxe_packet_in *in)
 /* Waits up to MOD_GAP_NS for a frame; false if none came (or work). */
 static bool wait_frame(struct urxe_dev *dev)
 {
-	uint64_t end = pkt_now(dev) + MOD_GAP_NS;
+	uint64_t end = urxe_dev_now(dev) + MOD_GAP_NS;
 	unsigned int i;
 
 	for (;;) {
@@ -202,7 +168,7 @@ static bool wait_frame(struct urxe_dev *dev)
 				return true;
 			__builtin_ia32_pause();
 		}
-		if (pkt_now(dev) >= end)
+		if (urxe_dev_now(dev) >= end)
 			return false;
 	}
 }
@@ -219,7 +185,7 @@ static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 	struct urxe_dev *dev = priv;
 	struct urxe_packet_in in[RX_BATCH];
 	struct urxe_rx_meta meta;
-	uint64_t now = pkt_now(dev);
+	uint64_t now = urxe_dev_now(dev);
 	int total = 0, n, i;
 
 	if (!dev->pkt)
@@ -259,7 +225,7 @@ static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 
 const struct urxe_engine_ops urxe_packet_dev_ops = {
 	.xmit = pkt_xmit,
-	.now = pkt_now,
+	.now = urxe_dev_now,
 	.sport = pkt_sport,
 	.rx_poll = pkt_rx_poll,
 	/* XRC requests come straight to their SRQ's owner (the filter). */
@@ -313,12 +279,7 @@ err_pkt:
 	dev->pkt = NULL;
 	dev->nudp_fds = 0;
 err_cap:
-	urxe_capture_close(dev->cap);
-	dev->cap = NULL;
-	urxe_faults_destroy(dev->faults);
-	dev->faults = NULL;
-	free(dev->tx);
-	dev->tx = NULL;
+	urxe_dev_debug_knobs_undo(dev);
 	return rc;
 }
 

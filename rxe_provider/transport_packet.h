@@ -27,6 +27,38 @@ void urxe_dev_packet_unbind(struct urxe_dev *dev);
  * the sockets open (dev->faults, dev->tx, dev->cap).
  */
 void urxe_dev_debug_knobs(struct urxe_dev *dev);
+/* Closes and frees what it opened (a bind that failed). */
+void urxe_dev_debug_knobs_undo(struct urxe_dev *dev);
+/* The engine's clock (now): CLOCK_MONOTONIC, in ns; @priv unused. */
+uint64_t urxe_dev_now(void *priv);
+/*
+ * Defines static void @name(@type *out, unsigned int k) for either
+ * backend's transmit batch (struct urxe_udp_out, urxe_packet_out): groups
+ * it by destination and source port, keeping the order within each group.
+ * A flow's (a QP's) packets stay in order; packets of many QPs sharing a
+ * pool port come together, and runs of one flow can leave as one (GSO).
+ */
+#define URXE_DEV_GROUP_FLOWS(name, type)				\
+static int name##_cmp(const type *a, const type *b)			\
+{									\
+	int c = memcmp(a->dst, b->dst, 16);				\
+									\
+	return c ? c : (int)a->sport - (int)b->sport;			\
+}									\
+									\
+static void name(type *out, unsigned int k)				\
+{									\
+	unsigned int i, j;						\
+									\
+	for (i = 1; i < k; i++) {					\
+		type t = out[i];					\
+									\
+		for (j = i; j > 0 && name##_cmp(&out[j - 1], &t) > 0;	\
+		     j--)						\
+			out[j] = out[j - 1];				\
+		out[j] = t;						\
+	}								\
+}
 /* Packets urxe_dev_faults_apply() takes at most (it makes up to twice as many). */
 #define URXE_DEV_FAULTS_BATCH 32
 /*
