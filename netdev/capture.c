@@ -22,6 +22,8 @@
 #include <urxe/netdev.h>
 #include <urxe/util.h>
 
+#include "ipudp.h"
+
 #define DLT_EN10MB 1
 #define SNAPLEN 262144
 
@@ -125,75 +127,23 @@ void urxe_capture_close(struct urxe_capture *c)
 	free(c);
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 /* Builds Ethernet + IP + UDP in front of @len RoCE bytes; returns its size. */
 static size_t build_headers(struct urxe_capture *c,
 			    const struct urxe_capture_pkt *p, size_t len)
 {
-	uint8_t *f = c->frame, *ip = f + 14, *udp;
+	struct urxe_ipudp h = {
+		.src = p->src, .dst = p->dst, .tos = p->tos,
+		.ttl = p->ttl ? p->ttl : 64, .ip_id = p->ip_id,
+		.sport = p->sport, .dport = p->dport,
+	};
+	uint8_t *f = c->frame;
 	bool v4 = urxe_gid_is_v4(p->src) && urxe_gid_is_v4(p->dst);
-	size_t ip_len = v4 ? 20 : 40;
-	uint32_t s;
 
-	memset(f, 0, 14 + ip_len + 8);
+	memset(f, 0, 14);
 	/* Our MAC on the side that is ours. */
 	memcpy(p->tx ? f + 6 : f, c->mac, 6);
-	put16(f + 12, v4 ? 0x0800 : 0x86dd);
-	udp = ip + ip_len;
-	if (v4) {
-		ip[0] = 0x45;
-		ip[1] = p->tos;
-		put16(ip + 2, (uint16_t)(20 + 8 + len));
-		put16(ip + 4, p->ip_id);
-		ip[6] = 0x40;
-		ip[8] = p->ttl ? p->ttl : 64;
-		ip[9] = 17;
-		memcpy(ip + 12, p->src + 12, 4);
-		memcpy(ip + 16, p->dst + 12, 4);
-		put16(ip + 10, fold(sum16(0, ip, 20)));
-	} else {
-		ip[0] = (uint8_t)(0x60 | p->tos >> 4);
-		ip[1] = (uint8_t)(p->tos << 4);
-		put16(ip + 4, (uint16_t)(8 + len));
-		ip[6] = 17;
-		ip[7] = p->ttl ? p->ttl : 64;
-		memcpy(ip + 8, p->src, 16);
-		memcpy(ip + 24, p->dst, 16);
-	}
-	put16(udp, p->sport);
-	put16(udp + 2, p->dport);
-	put16(udp + 4, (uint16_t)(8 + len));
-	if (!v4) {
-		/* IPv6 needs a real UDP checksum. */
-		s = sum16(0, ip + 8, 32) + 17 + (uint32_t)(8 + len);
-		s = sum16(s, udp, 8);
-		s = sum16(s, p->roce, len);
-		put16(udp + 6, fold(s) ? fold(s) : 0xffff);
-	}
-	return 14 + ip_len + 8;
+	urxe_put16(f + 12, v4 ? 0x0800 : 0x86dd);
+	return 14 + urxe_ipudp_build(f + 14, &h, p->roce, len);
 }
 
 void urxe_capture_write(struct urxe_capture *c, const struct urxe_capture_pkt *p)

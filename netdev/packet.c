@@ -49,6 +49,7 @@
 #include <urxe/netdev.h>
 #include <urxe/util.h>
 
+#include "ipudp.h"
 #include "packet_int.h"
 
 #define RX_RING_BYTES (8u << 20)
@@ -171,35 +172,6 @@ out_lib:
 
 /* ---- frames ---- */
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 static size_t gather(const struct iovec *iov, unsigned int n, uint8_t *dst)
 {
 	size_t len = 0;
@@ -218,9 +190,12 @@ int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
 {
 	bool v4 = urxe_gid_is_v4(o->dst) && urxe_gid_is_v4(o->src);
 	size_t ip_len = v4 ? 20 : 40, len = 0, hl;
-	uint8_t *ip = f + 14, *udp = ip + ip_len;
+	struct urxe_ipudp h = {
+		.src = o->src, .dst = o->dst, .tos = o->tos, .ttl = 64,
+		.ip_id = 0,			/* the ICRC assumes it */
+		.sport = o->sport, .dport = URXE_UDP_PORT,
+	};
 	unsigned int i;
-	uint32_t s;
 
 	for (i = 0; i < o->niov; i++)
 		len += o->iov[i].iov_len;
@@ -229,40 +204,9 @@ int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
 		return -EMSGSIZE;
 	memcpy(f, dmac, 6);
 	memcpy(f + 6, smac, 6);
-	put16(f + 12, v4 ? ETH_P_IP : ETH_P_IPV6);
-	if (v4) {
-		ip[0] = 0x45;
-		ip[1] = o->tos;
-		put16(ip + 2, (uint16_t)(20 + 8 + len));
-		put16(ip + 4, 0);		/* ID 0: the ICRC assumes it */
-		put16(ip + 6, 0x4000);		/* DF */
-		ip[8] = 64;
-		ip[9] = IPPROTO_UDP;
-		put16(ip + 10, 0);
-		memcpy(ip + 12, o->src + 12, 4);
-		memcpy(ip + 16, o->dst + 12, 4);
-		put16(ip + 10, fold(sum16(0, ip, 20)));
-	} else {
-		ip[0] = (uint8_t)(0x60 | o->tos >> 4);
-		ip[1] = (uint8_t)(o->tos << 4);
-		ip[2] = ip[3] = 0;		/* flow label */
-		put16(ip + 4, (uint16_t)(8 + len));
-		ip[6] = IPPROTO_UDP;
-		ip[7] = 64;
-		memcpy(ip + 8, o->src, 16);
-		memcpy(ip + 24, o->dst, 16);
-	}
-	put16(udp, o->sport);
-	put16(udp + 2, URXE_UDP_PORT);
-	put16(udp + 4, (uint16_t)(8 + len));
-	put16(udp + 6, 0);			/* IPv4: none, as rxe */
-	gather(o->iov, o->niov, udp + 8);
-	if (!v4) {
-		/* RFC 8200 8.1: UDP over IPv6 needs a real checksum. */
-		s = sum16(0, ip + 8, 32) + IPPROTO_UDP + (uint32_t)(8 + len);
-		s = sum16(s, udp, 8 + len);
-		put16(udp + 6, fold(s) ? fold(s) : 0xffff);
-	}
+	urxe_put16(f + 12, v4 ? ETH_P_IP : ETH_P_IPV6);
+	gather(o->iov, o->niov, f + hl);
+	urxe_ipudp_build(f + 14, &h, f + hl, len);
 	return (int)(hl + len);
 }
 
@@ -281,41 +225,42 @@ int urxe_packet_parse(const uint8_t *f, uint32_t len, struct urxe_packet_in *in)
 
 	if (len < 14 + 20 + 8)
 		return -EINVAL;
-	type = get16(f + 12);
+	type = urxe_get16(f + 12);
 	if (type == ETH_P_IP) {
 		ip_len = (uint32_t)(ip[0] & 0xf) * 4;
 		if (ip[0] >> 4 != 4 || ip_len < 20 || ip[9] != IPPROTO_UDP ||
-		    (get16(ip + 6) & 0x3fff) ||	/* a fragment */
-		    get16(ip + 2) < ip_len + 8 || 14u + get16(ip + 2) > len ||
-		    fold(sum16(0, ip, ip_len)))
+		    (urxe_get16(ip + 6) & 0x3fff) ||	/* a fragment */
+		    urxe_get16(ip + 2) < ip_len + 8 ||
+		    14u + urxe_get16(ip + 2) > len ||
+		    urxe_csum_fold(urxe_csum_add(0, ip, ip_len)) != 0xffff)
 			return -EINVAL;
 		urxe_packet_gid_from_v4(in->src, ip + 12);
 		urxe_packet_gid_from_v4(in->dst, ip + 16);
 		in->tos = ip[1];
 		in->ttl = ip[8];
-		in->ip_id = get16(ip + 4);
-		ulen = get16(ip + 2) - ip_len;
+		in->ip_id = urxe_get16(ip + 4);
+		ulen = urxe_get16(ip + 2) - ip_len;
 	} else if (type == ETH_P_IPV6) {
 		ip_len = 40;
 		if (len < 14 + 40 + 8 || ip[0] >> 4 != 6 ||
-		    ip[6] != IPPROTO_UDP || 14u + 40 + get16(ip + 4) > len)
+		    ip[6] != IPPROTO_UDP || 14u + 40 + urxe_get16(ip + 4) > len)
 			return -EINVAL;
 		memcpy(in->src, ip + 8, 16);
 		memcpy(in->dst, ip + 24, 16);
 		in->tos = (uint8_t)((ip[0] & 0xf) << 4 | ip[1] >> 4);
 		in->ttl = ip[7];
 		in->ip_id = 0;
-		ulen = get16(ip + 4);
+		ulen = urxe_get16(ip + 4);
 	} else {
 		return -EINVAL;
 	}
 	udp = ip + ip_len;
-	if (ulen < 8 || get16(udp + 4) != ulen)
+	if (ulen < 8 || urxe_get16(udp + 4) != ulen)
 		return -EINVAL;
 	in->ip = ip;
 	in->ip_len = ip_len;
-	in->sport = get16(udp);
-	in->dport = get16(udp + 2);
+	in->sport = urxe_get16(udp);
+	in->dport = urxe_get16(udp + 2);
 	in->roce = udp + 8;
 	in->len = ulen - 8;
 	in->frame = f;

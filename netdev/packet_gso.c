@@ -40,6 +40,8 @@
 #include <urxe/netdev.h>
 #include <urxe/util.h>
 
+#include "ipudp.h"
+
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
 #define VIRTIO_NET_HDR_GSO_UDP_L4 5	/* Linux 6.2's uapi */
 #endif
@@ -48,36 +50,6 @@
 
 _Static_assert(sizeof(struct virtio_net_hdr) == URXE_PACKET_VNET_LEN,
 	       "the header the rings carry");
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
-/* The ones' complement sum, folded (not inverted). */
-static uint16_t fold_sum(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)s;
-}
 
 static uint32_t iov_bytes(const struct urxe_packet_out *o)
 {
@@ -110,6 +82,13 @@ static bool version_at_least(unsigned int maj, unsigned int min)
 static bool probe(void)
 {
 	uint8_t f[URXE_PACKET_VNET_LEN + 14 + 20 + 8 + 16] = { 0 };
+	static const uint8_t lo[16] = {		/* 127.0.0.1 */
+		[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1,
+	};
+	struct urxe_ipudp h = {
+		.src = lo, .dst = lo, .ttl = 64,
+		.sport = DISCARD_PORT, .dport = DISCARD_PORT,
+	};
 	struct virtio_net_hdr v = {
 		.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
 		.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4,
@@ -136,20 +115,11 @@ static bool probe(void)
 		return false;
 	}
 	memcpy(f, &v, sizeof(v));
-	put16(e + 12, ETH_P_IP);
-	ip[0] = 0x45;
-	put16(ip + 2, 20 + 8 + 16);
-	put16(ip + 6, 0x4000);
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	ip[12] = ip[16] = 127;
-	ip[15] = ip[19] = 1;
-	put16(ip + 10, (uint16_t)~fold_sum(sum16(0, ip, 20)));
-	put16(udp, DISCARD_PORT);
-	put16(udp + 2, DISCARD_PORT);
-	put16(udp + 4, 8 + 16);
-	s = sum16(0, ip + 12, 8) + IPPROTO_UDP + 8 + 16;
-	put16(udp + 6, fold_sum(s));
+	urxe_put16(e + 12, ETH_P_IP);
+	urxe_ipudp_build(ip, &h, udp + 8, 16);
+	/* A partial checksum: the pseudo-header's sum. */
+	s = urxe_csum_add(0, ip + 12, 8) + IPPROTO_UDP + 8 + 16;
+	urxe_put16(udp + 6, urxe_csum_fold(s));
 	if (sendto(fd, f, sizeof(f), MSG_DONTWAIT, (struct sockaddr *)&ll,
 		   sizeof(ll)) < 0)
 		err = errno;
@@ -276,19 +246,18 @@ int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
 		total += len;
 	}
 	/* The super-frame's lengths; the kernel sets each segment's. */
-	put16(udp + 4, (uint16_t)(8 + total));
+	urxe_put16(udp + 4, (uint16_t)(8 + total));
 	if (v4) {
-		put16(ip + 2, (uint16_t)(20 + 8 + total));
-		put16(ip + 10, 0);
-		put16(ip + 10, (uint16_t)~fold_sum(sum16(0, ip, 20)));
-		s = sum16(0, ip + 12, 8);
+		urxe_put16(ip + 2, (uint16_t)(20 + 8 + total));
+		urxe_csum_ip4(ip, 20);
+		s = urxe_csum_add(0, ip + 12, 8);
 	} else {
-		put16(ip + 4, (uint16_t)(8 + total));
-		s = sum16(0, ip + 8, 32);
+		urxe_put16(ip + 4, (uint16_t)(8 + total));
+		s = urxe_csum_add(0, ip + 8, 32);
 	}
 	/* A partial checksum: the pseudo-header's sum, finished per segment. */
 	s += IPPROTO_UDP + 8 + total;
-	put16(udp + 6, fold_sum(s));
+	urxe_put16(udp + 6, urxe_csum_fold(s));
 	v.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	v.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
 	v.hdr_len = (uint16_t)hl;
@@ -324,7 +293,7 @@ int urxe_packet_split(const uint8_t *vnet, const uint8_t *f, uint32_t len,
 	nseg = (whole.len + seg - 1) / seg;
 	if (whole.ip_len + 8 > sizeof(in->hdr))
 		return -EINVAL;
-	v4 = get16(f + 12) == ETH_P_IP;
+	v4 = urxe_get16(f + 12) == ETH_P_IP;
 	for (i = first; i < nseg && i - first < n; i++) {
 		struct urxe_packet_in *x = &in[i - first];
 
@@ -337,15 +306,13 @@ int urxe_packet_split(const uint8_t *vnet, const uint8_t *f, uint32_t len,
 		if (v4) {
 			/* As the kernel would have cut it: ID base + i. */
 			x->ip_id = (uint16_t)(whole.ip_id + i);
-			put16(ip + 2, (uint16_t)(whole.ip_len + 8 + slen));
-			put16(ip + 4, x->ip_id);
-			put16(ip + 10, 0);
-			put16(ip + 10, (uint16_t)~fold_sum(sum16(0, ip,
-							     whole.ip_len)));
+			urxe_put16(ip + 2, (uint16_t)(whole.ip_len + 8 + slen));
+			urxe_put16(ip + 4, x->ip_id);
+			urxe_csum_ip4(ip, whole.ip_len);
 		} else {
-			put16(ip + 4, (uint16_t)(8 + slen));
+			urxe_put16(ip + 4, (uint16_t)(8 + slen));
 		}
-		put16(udp + 4, (uint16_t)(8 + slen));
+		urxe_put16(udp + 4, (uint16_t)(8 + slen));
 		x->ip = ip;
 		x->roce = whole.roce + off;
 		x->len = slen;
