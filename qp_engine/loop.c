@@ -164,12 +164,12 @@ static void run(struct urxe_engine *eng, bool input)
 		return;
 	}
 	/* Pollers took this input: after a few such, stop watching. */
-	if (input && ++eng->app_takes < URXE_APP_TAKES)
-		return;
-	eng->app_takes = 0;
-	eng->parks++;
-	park_io(eng, true);
-	arm_backoff(eng);
+	if (!input || ++eng->app_takes >= URXE_APP_TAKES) {
+		eng->app_takes = 0;
+		eng->parks++;
+		park_io(eng, true);
+		arm_backoff(eng);
+	}
 	if (acks_overdue(eng))
 		take_over(eng);
 }
@@ -282,7 +282,6 @@ bool urxe_in_engine_thread(const struct urxe_engine *eng)
 static void *engine_main(void *arg)
 {
 	struct urxe_engine *eng = arg;
-
 
 	engine_self = eng;
 	ev_run(eng->loop, 0);
