@@ -2,7 +2,7 @@
 /*
  * IP and UDP headers as netdev writes them (ipudp.c): the packet
  * backend's frames (packet.c, packet_gso.c) and the frames URXE_PCAP
- * rebuilds (capture.c).  Big-endian fields, Internet checksums.
+ * rebuilds (capture.c), and the Internet checksums they carry.
  */
 #ifndef URXE_NETDEV_IPUDP_H
 #define URXE_NETDEV_IPUDP_H
@@ -10,16 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-static inline void urxe_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline uint16_t urxe_get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
+#include <urxe/util.h>
 
 /* @s plus the @n bytes at @p as 16-bit words (an odd last byte padded). */
 uint32_t urxe_csum_add(uint32_t s, const uint8_t *p, size_t n);

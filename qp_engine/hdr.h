@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <urxe/util.h>
+
 /* Header lengths, IBA 9.2 - 9.3. */
 #define URXE_BTH_LEN 12
 #define URXE_RDETH_LEN 4
@@ -27,54 +29,6 @@
 #define URXE_PSN_MASK 0xffffffu
 #define URXE_QPN_MASK 0xffffffu
 #define URXE_MCAST_QPN 0xffffffu
-
-static inline uint16_t urxe_get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t urxe_get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-
-static inline uint32_t urxe_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t urxe_get64(const uint8_t *p)
-{
-	return (uint64_t)urxe_get32(p) << 32 | urxe_get32(p + 4);
-}
-
-static inline void urxe_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void urxe_put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
-}
-
-static inline void urxe_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline void urxe_put64(uint8_t *p, uint64_t v)
-{
-	urxe_put32(p, (uint32_t)(v >> 32));
-	urxe_put32(p + 4, (uint32_t)v);
-}
 
 /*
  * BTH, IBA 9.2: opcode | SE M Pad(2) TVer(4) | P_Key(16) |

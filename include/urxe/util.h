@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Small helpers every layer uses: container_of, array sizes, the
- * visibility marker for the few symbols the library exports.
+ * visibility marker for the few symbols the library exports, big-endian
+ * field access.
  */
 #ifndef URXE_UTIL_H
 #define URXE_UTIL_H
@@ -25,6 +26,55 @@ static inline bool urxe_gid_is_v4(const uint8_t *gid)
 	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
 
 	return !memcmp(gid, prefix, sizeof(prefix));
+}
+
+/* Big-endian (network order) fields, read and written with shifts. */
+static inline uint16_t urxe_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t urxe_get24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+
+static inline uint32_t urxe_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t urxe_get64(const uint8_t *p)
+{
+	return (uint64_t)urxe_get32(p) << 32 | urxe_get32(p + 4);
+}
+
+static inline void urxe_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void urxe_put24(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 16);
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)v;
+}
+
+static inline void urxe_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline void urxe_put64(uint8_t *p, uint64_t v)
+{
+	urxe_put32(p, (uint32_t)(v >> 32));
+	urxe_put32(p + 4, (uint32_t)v);
 }
 
 #define urxe_likely(x) __builtin_expect(!!(x), 1)
