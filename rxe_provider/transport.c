@@ -126,11 +126,25 @@ static uint32_t gather(const struct iovec *iov, unsigned int n, uint8_t *dst,
 	return len;
 }
 
+void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
+			   const struct iovec *iov, unsigned int n)
+{
+	static __thread uint8_t flat[FAULT_BUF];
+
+	if (n == 1) {
+		c->roce = iov->iov_base;
+		c->len = (uint32_t)iov->iov_len;
+	} else {
+		c->roce = flat;
+		c->len = gather(iov, n, flat, sizeof(flat));
+	}
+	urxe_capture_write(dev->cap, c);
+}
+
 /* Records a packet as it left (after fault injection), with its IP ID. */
 static void capture_pkt(struct urxe_dev *dev, const struct urxe_udp_out *o,
 			const struct iovec *iov, unsigned int n, uint16_t ip_id)
 {
-	static __thread uint8_t flat[FAULT_BUF];
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst,
 		.sport = urxe_udp_sport(dev->udp, o->sport),
@@ -138,14 +152,7 @@ static void capture_pkt(struct urxe_dev *dev, const struct urxe_udp_out *o,
 		.ip_id = ip_id,
 	};
 
-	if (n == 1) {
-		c.roce = iov->iov_base;
-		c.len = (uint32_t)iov->iov_len;
-	} else {
-		c.roce = flat;
-		c.len = gather(iov, n, flat, sizeof(flat));
-	}
-	urxe_capture_write(dev->cap, &c);
+	urxe_dev_capture_sent(dev, &c, iov, n);
 }
 
 static void capture_out(struct urxe_dev *dev, const struct urxe_udp_out *o,

@@ -52,19 +52,12 @@ static uint16_t pkt_sport(void *priv, uint16_t sport)
 static void capture_tx(struct urxe_dev *dev, const struct urxe_packet_out *o,
 		       uint16_t ip_id)
 {
-	static __thread uint8_t flat[9216];
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst, .sport = o->sport,
 		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64, .ip_id = ip_id,
-		.roce = flat,
 	};
-	unsigned int i;
 
-	for (i = 0; i < o->niov && c.len + o->iov[i].iov_len <= sizeof(flat); i++) {
-		memcpy(flat + c.len, o->iov[i].iov_base, o->iov[i].iov_len);
-		c.len += (uint32_t)o->iov[i].iov_len;
-	}
-	urxe_capture_write(dev->cap, &c);
+	urxe_dev_capture_sent(dev, &c, o->iov, o->niov);
 }
 
 static void count_lost(struct urxe_dev *dev, unsigned int lost)

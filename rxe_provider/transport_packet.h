@@ -6,7 +6,10 @@
 #ifndef URXE_TRANSPORT_PACKET_H
 #define URXE_TRANSPORT_PACKET_H
 
+#include <sys/uio.h>
+
 #include <urxe/engine.h>
+#include <urxe/netdev.h>
 
 struct urxe_dev;
 
@@ -29,6 +32,12 @@ void urxe_dev_packet_unbind(struct urxe_dev *dev);
 void urxe_dev_debug_knobs(struct urxe_dev *dev);
 /* Closes and frees what it opened (a bind that failed). */
 void urxe_dev_debug_knobs_undo(struct urxe_dev *dev);
+/*
+ * Records a packet as it left (URXE_PCAP): @c gives its addresses, ports
+ * and IP ID; its bytes lie in @iov (@n pieces, copied whole if several).
+ */
+void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
+			   const struct iovec *iov, unsigned int n);
 /* The engine's clock (now): CLOCK_MONOTONIC, in ns; @priv unused. */
 uint64_t urxe_dev_now(void *priv);
 /*
