@@ -29,6 +29,14 @@ uint16_t urxe_csum_fold(uint32_t s)
 	return (uint16_t)s;
 }
 
+uint32_t urxe_csum_pseudo(const uint8_t *ip, bool v4, uint32_t udp_len)
+{
+	uint32_t s = v4 ? urxe_csum_add(0, ip + 12, 8) :
+			  urxe_csum_add(0, ip + 8, 32);
+
+	return s + IPPROTO_UDP + udp_len;
+}
+
 void urxe_csum_ip4(uint8_t *ip, size_t ip_len)
 {
 	urxe_put16(ip + 10, 0);
@@ -72,8 +80,7 @@ size_t urxe_ipudp_build(uint8_t *ip, const struct urxe_ipudp *h,
 	urxe_put16(udp + 6, 0);		/* IPv4: none, as rxe */
 	if (!v4) {
 		/* RFC 8200 8.1: UDP over IPv6 needs a real checksum. */
-		s = urxe_csum_add(0, ip + 8, 32) + IPPROTO_UDP +
-		    (uint32_t)(8 + len);
+		s = urxe_csum_pseudo(ip, false, (uint32_t)(8 + len));
 		s = urxe_csum_add(s, udp, 8);
 		s = urxe_csum_add(s, payload, len);
 		c = (uint16_t)~urxe_csum_fold(s);

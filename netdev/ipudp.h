@@ -7,6 +7,7 @@
 #ifndef URXE_NETDEV_IPUDP_H
 #define URXE_NETDEV_IPUDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,11 @@
 uint32_t urxe_csum_add(uint32_t s, const uint8_t *p, size_t n);
 /* The ones' complement sum @s, folded to 16 bits (not inverted). */
 uint16_t urxe_csum_fold(uint32_t s);
+/*
+ * The sum of the UDP pseudo-header of the IPv4 (@v4) or IPv6 header at
+ * @ip, for a UDP datagram of @udp_len bytes (header included).
+ */
+uint32_t urxe_csum_pseudo(const uint8_t *ip, bool v4, uint32_t udp_len);
 /* Sets the header checksum of the IPv4 header at @ip (@ip_len bytes). */
 void urxe_csum_ip4(uint8_t *ip, size_t ip_len);
 

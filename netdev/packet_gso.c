@@ -118,7 +118,7 @@ static bool probe(void)
 	urxe_put16(e + 12, ETH_P_IP);
 	urxe_ipudp_build(ip, &h, udp + 8, 16);
 	/* A partial checksum: the pseudo-header's sum. */
-	s = urxe_csum_add(0, ip + 12, 8) + IPPROTO_UDP + 8 + 16;
+	s = urxe_csum_pseudo(ip, true, 8 + 16);
 	urxe_put16(udp + 6, urxe_csum_fold(s));
 	if (sendto(fd, f, sizeof(f), MSG_DONTWAIT, (struct sockaddr *)&ll,
 		   sizeof(ll)) < 0)
@@ -250,13 +250,11 @@ int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
 	if (v4) {
 		urxe_put16(ip + 2, (uint16_t)(20 + 8 + total));
 		urxe_csum_ip4(ip, 20);
-		s = urxe_csum_add(0, ip + 12, 8);
 	} else {
 		urxe_put16(ip + 4, (uint16_t)(8 + total));
-		s = urxe_csum_add(0, ip + 8, 32);
 	}
 	/* A partial checksum: the pseudo-header's sum, finished per segment. */
-	s += IPPROTO_UDP + 8 + total;
+	s = urxe_csum_pseudo(ip, v4, 8 + total);
 	urxe_put16(udp + 6, urxe_csum_fold(s));
 	v.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	v.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
