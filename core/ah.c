@@ -41,14 +41,6 @@ URXE_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 	return urxe_ret_errno(urxe_ah_destroy(ah));
 }
 
-static void gid_from_v4(union ibv_gid *g, const uint8_t addr[4])
-{
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = 0xff;
-	g->raw[11] = 0xff;
-	memcpy(g->raw + 12, addr, 4);
-}
-
 /* The one's complement sum over the 20-byte header is 0xffff when valid. */
 static bool ip4_csum_ok(const uint8_t *ip)
 {
@@ -99,11 +91,11 @@ static int ah_attr_by_ipv4(struct urxe_dev *dev, const uint8_t *ip,
 	/* A multicast destination is no local GID to answer from. */
 	if ((ip[16] & 0xf0) == 0xe0)
 		return -EINVAL;
-	gid_from_v4(&sgid, ip + 16);
+	urxe_gid_from_v4(sgid.raw, ip + 16);
 	idx = find_gid_index(dev, &sgid);
 	if (idx < 0)
 		return idx;
-	gid_from_v4(&attr->grh.dgid, ip + 12);
+	urxe_gid_from_v4(attr->grh.dgid.raw, ip + 12);
 	attr->grh.sgid_index = (uint8_t)idx;
 	attr->grh.hop_limit = ip[8];
 	attr->grh.traffic_class = ip[1];

@@ -157,7 +157,7 @@ static int route_get(struct urxe_packet *p, const uint8_t *gid, uint8_t *hop)
 	if (!r.have_gw) {
 		memcpy(hop, gid, 16);
 	} else if (v4) {
-		urxe_packet_gid_from_v4(hop, r.gw);
+		urxe_gid_from_v4(hop, r.gw);
 	} else {
 		memcpy(hop, r.gw, 16);
 	}

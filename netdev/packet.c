@@ -210,13 +210,6 @@ int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
 	return (int)(hl + len);
 }
 
-void urxe_packet_gid_from_v4(uint8_t *gid, const uint8_t *a)
-{
-	memset(gid, 0, 10);
-	gid[10] = gid[11] = 0xff;
-	memcpy(gid + 12, a, 4);
-}
-
 int urxe_packet_parse(const uint8_t *f, uint32_t len, struct urxe_packet_in *in)
 {
 	const uint8_t *ip = f + 14, *udp;
@@ -234,8 +227,8 @@ int urxe_packet_parse(const uint8_t *f, uint32_t len, struct urxe_packet_in *in)
 		    14u + urxe_get16(ip + 2) > len ||
 		    urxe_csum_fold(urxe_csum_add(0, ip, ip_len)) != 0xffff)
 			return -EINVAL;
-		urxe_packet_gid_from_v4(in->src, ip + 12);
-		urxe_packet_gid_from_v4(in->dst, ip + 16);
+		urxe_gid_from_v4(in->src, ip + 12);
+		urxe_gid_from_v4(in->dst, ip + 16);
 		in->tos = ip[1];
 		in->ttl = ip[8];
 		in->ip_id = urxe_get16(ip + 4);

@@ -64,9 +64,6 @@ struct urxe_packet {
 	bool warned_trunc;
 };
 
-/* @gid: the IPv4-mapped GID of IPv4 address @a (4 bytes). */
-void urxe_packet_gid_from_v4(uint8_t *gid, const uint8_t *a);
-
 /* ---- the next hop (nexthop.c) ---- */
 
 /* Whether @gid is a multicast address (IPv4 224/4 or IPv6 ff00::/8). */

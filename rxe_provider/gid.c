@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <urxe/provider.h>
+#include <urxe/util.h>
 
 /* EUI-64 from a MAC, universal/local bit flipped (RFC 4291 appendix A). */
 static void eui64_from_mac(const uint8_t mac[6], uint8_t eui[8])
@@ -32,10 +33,7 @@ uint64_t urxe_guid_from_mac(const uint8_t mac[6])
 
 static void gid_from_v4(union ibv_gid *gid, struct in_addr a)
 {
-	memset(gid, 0, sizeof(*gid));
-	gid->raw[10] = 0xff;
-	gid->raw[11] = 0xff;
-	memcpy(&gid->raw[12], &a, 4);
+	urxe_gid_from_v4(gid->raw, &a);
 }
 
 static bool gid_present(const union ibv_gid *tbl, unsigned int n,

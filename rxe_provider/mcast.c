@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <urxe/provider.h>
+#include <urxe/util.h>
 
 #include "provider_int.h"
 
@@ -155,9 +156,7 @@ unsigned int urxe_dev_mcast_copies(struct urxe_dev *dev,
 	n = urxe_mcast_members(dev->desc.rundir, p->dgid.raw, idx, max);
 	for (i = 0; n > 0 && i < (unsigned int)n; i++) {
 		a = urxe_slot_loopback_addr(idx[i]);
-		memset(&dst[i], 0, sizeof(dst[i]));
-		dst[i].raw[10] = dst[i].raw[11] = 0xff;
-		memcpy(dst[i].raw + 12, &a, 4);
+		urxe_gid_from_v4(dst[i].raw, &a);
 	}
 	return n > 0 ? (unsigned int)n : 0;
 }

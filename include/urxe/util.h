@@ -28,6 +28,14 @@ static inline bool urxe_gid_is_v4(const uint8_t *gid)
 	return !memcmp(gid, prefix, sizeof(prefix));
 }
 
+/* Writes @gid as the IPv4-mapped address of the 4 bytes at @addr. */
+static inline void urxe_gid_from_v4(uint8_t *gid, const void *addr)
+{
+	memset(gid, 0, 10);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, addr, 4);
+}
+
 /* Big-endian (network order) fields, read and written with shifts. */
 static inline uint16_t urxe_get16(const uint8_t *p)
 {
