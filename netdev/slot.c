@@ -66,15 +66,30 @@ int urxe_rundir_open(const char *rundir, const char *file)
 	return fd;
 }
 
-static int lock_byte(int fd, unsigned int index, int cmd, short type,
-		     struct flock *fl)
+int urxe_ofd_lock(int fd, int cmd, short type, off_t at)
 {
-	memset(fl, 0, sizeof(*fl));
-	fl->l_type = type;
-	fl->l_whence = SEEK_SET;
-	fl->l_start = index;
-	fl->l_len = 1;
-	return fcntl(fd, cmd, fl);
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = at,
+		.l_len = 1,
+	};
+
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+bool urxe_ofd_held(int fd, off_t at)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = at,
+		.l_len = 1,
+	};
+
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		return true;	/* when in doubt, held */
+	return fl.l_type != F_UNLCK;
 }
 
 /*
@@ -97,25 +112,23 @@ static unsigned int addr_index(const char *rundir, unsigned int k)
 
 int urxe_slot_claim(const char *rundir, struct urxe_slot *slot)
 {
-	struct flock fl;
 	unsigned int k;
-	int fd;
+	int fd, rc;
 
 	fd = urxe_rundir_open(rundir, "slots");
 	if (fd < 0)
 		return fd;
 	for (k = URXE_SLOT_FIRST; k <= URXE_SLOT_LAST; k++) {
-		if (lock_byte(fd, k, F_OFD_SETLK, F_WRLCK, &fl) == 0) {
+		rc = urxe_ofd_lock(fd, F_OFD_SETLK, F_WRLCK, k);
+		if (!rc) {
 			slot->fd = fd;
 			slot->index = k;
 			slot->addr_index = addr_index(rundir, k);
 			return 0;
 		}
-		if (errno != EAGAIN && errno != EACCES) {
-			int err = -errno;
-
+		if (rc != -EAGAIN && rc != -EACCES) {
 			close(fd);
-			return err;
+			return rc;
 		}
 	}
 	close(fd);
@@ -133,14 +146,19 @@ void urxe_slot_release(struct urxe_slot *slot)
 
 int urxe_slot_busy(const char *rundir, unsigned int index)
 {
-	struct flock fl;
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = index,
+		.l_len = 1,
+	};
 	int fd, rc;
 
 	fd = urxe_rundir_open(rundir, "slots");
 	if (fd < 0)
 		return fd;
-	rc = lock_byte(fd, index, F_OFD_GETLK, F_WRLCK, &fl);
-	rc = rc ? -errno : fl.l_type != F_UNLCK;
+	/* Unlike urxe_ofd_held(): a failure is told, not taken as held. */
+	rc = fcntl(fd, F_OFD_GETLK, &fl) ? -errno : fl.l_type != F_UNLCK;
 	close(fd);
 	return rc;
 }

@@ -79,32 +79,6 @@ struct urxe_xrc_dom {
 static pthread_mutex_t doms_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct urxe_xrc_dom *doms;
 
-int urxe_ofd_lock(int fd, int cmd, short type, off_t at)
-{
-	struct flock fl = {
-		.l_type = type,
-		.l_whence = SEEK_SET,
-		.l_start = at,
-		.l_len = 1,
-	};
-
-	return fcntl(fd, cmd, &fl) ? -errno : 0;
-}
-
-bool urxe_ofd_held(int fd, off_t at)
-{
-	struct flock fl = {
-		.l_type = F_WRLCK,
-		.l_whence = SEEK_SET,
-		.l_start = at,
-		.l_len = 1,
-	};
-
-	if (fcntl(fd, F_OFD_GETLK, &fl))
-		return true;	/* when in doubt, held */
-	return fl.l_type != F_UNLCK;
-}
-
 static void file_name(char *buf, size_t len, uint64_t domain_id)
 {
 	snprintf(buf, len, "xrcd.%u.%u", (uint32_t)domain_id,

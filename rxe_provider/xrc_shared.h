@@ -19,15 +19,6 @@ struct urxe_dev;
 struct urxe_xrc_dom;
 
 /*
- * Open file description locks on byte @at (the registry and the domains'
- * files): urxe_ofd_lock() runs fcntl @cmd with lock @type (0 or -errno);
- * urxe_ofd_held() says whether another description holds the byte (true
- * when fcntl fails: in doubt, held).
- */
-int urxe_ofd_lock(int fd, int cmd, short type, off_t at);
-bool urxe_ofd_held(int fd, off_t at);
-
-/*
  * This process's view of domain @domain_id (a file-backed one) on @dev,
  * shared by its handles (reference-counted); mapping it marks this
  * process's slot as a user of the domain.

@@ -86,6 +86,14 @@ int urxe_slot_claim(const char *rundir, struct urxe_slot *slot);
 void urxe_slot_release(struct urxe_slot *slot);
 /* Whether slot @index is held: 1, 0, or a negative errno. */
 int urxe_slot_busy(const char *rundir, unsigned int index);
+/*
+ * Open file description locks on byte @at of a runtime file (slots, the
+ * XRC registry and domains): urxe_ofd_lock() runs fcntl @cmd with lock
+ * @type (0 or -errno); urxe_ofd_held() says whether another description
+ * holds the byte (true when fcntl fails: in doubt, held).
+ */
+int urxe_ofd_lock(int fd, int cmd, short type, off_t at);
+bool urxe_ofd_held(int fd, off_t at);
 
 /* 127.117.h.l for address index @index (< 62500), network order. */
 struct in_addr urxe_slot_loopback_addr(unsigned int index);
