@@ -150,13 +150,7 @@ pcap_ok() {
 		fail "capture $1 is incomplete: $(grep packets "$t" | tr '\n' ' ')"
 		return
 	fi
-	capture "val-$1" "$VALIDATE" -o "$f"
-	if [ "$RC" -eq 0 ]; then
-		pass "capture $1 passes urxe-validate ($(head -n 1 "$(out "val-$1")"))"
-	else
-		fail "capture $1 fails urxe-validate: exit $RC"
-		show "val-$1"
-	fi
+	pcap_valid "$1"
 }
 
 # pcap_valid CAP: capture CAP (written by QEMU, which drops nothing)
