@@ -90,29 +90,39 @@ NOLEAK=()
 	NOLEAK=("ASAN_OPTIONS=${URXE_TEST_ASAN_OPTIONS:-detect_leaks=1}:detect_leaks=0")
 
 # end NS KIND: sets END to the runner arguments of one end in namespace NS
-# on the packet backend (KIND packet: the devices `urxe dev add` made) or
-# the udp backend (KIND udp, from URXE_DEVICES), and AS_USER to the user
-# with CAP_NET_RAW (packet) or without (udp: it needs none).
+# on the packet backend (KIND packet: the devices `urxe dev add` made; KIND
+# packet-lo: on lo, LO_END's) or the udp backend (KIND udp, from
+# URXE_DEVICES), and AS_USER to the user with CAP_NET_RAW (packet) or
+# without (udp: it needs none).
 end() {
 	local ifn=vethA
 	[ "$1" = "$A" ] || ifn=vethB
-	if [ "$2" = packet ]; then
+	case $2 in
+	packet)
 		END=(ns_user "$1")
 		AS_USER=("${CAP_USER[@]}")
-	else
+		;;
+	packet-lo)
+		END=("${LO_END[@]}")
+		AS_USER=("${CAP_USER[@]}")
+		;;
+	*)
 		END=(ns_user "$1" "URXE_DEVICES=rxe0 netdev $ifn")
 		AS_USER=("${NOCAP_USER[@]}")
-	fi
+		;;
+	esac
 }
 
 # pp NAME SRVNS SRVKIND CLINS CLIKIND PROG ARGS...: a server in SRVNS, its
-# client in CLINS toward the server's address; both must exit 0.
+# client in CLINS toward the server's address (127.0.0.1 on lo); both must
+# exit 0.
 pp() {
 	local name=$1 sns=$2 skind=$3 cns=$4 ckind=$5 port sip spid crc nl=()
 	shift 5
 	next_port port
 	sip=198.18.9.2
 	[ "$sns" != "$A" ] || sip=198.18.9.1
+	[ "$skind" != packet-lo ] || sip=127.0.0.1
 	[[ $1 != ib_* ]] || nl=("${NOLEAK[@]}")
 	end "$sns" "$skind"
 	if ! serve "$name.srv" "$port" "${END[@]}" "${nl[@]}" "$URXE" run -- "$@" -p "$port"; then
@@ -219,28 +229,11 @@ check "three: the three servers had three different QPNs (got $qpn_slots)" \
 # meet over TCP on 127.0.0.1.  (On lo, whose frames every ring sees, tcpdump
 # records each frame once, as it comes back in.)
 LO_END=(ns_user "$A" "URXE_DEVICES=rxe0 netdev lo backend packet")
+# pp_lo NAME PROG ARGS...: pp, both ends in A on lo (LO_END).
 pp_lo() {
-	local name=$1 port spid crc nl=()
+	local name=$1
 	shift
-	next_port port
-	AS_USER=("${CAP_USER[@]}")
-	[[ $1 != ib_* ]] || nl=("${NOLEAK[@]}")
-	if ! serve "$name.srv" "$port" "${LO_END[@]}" "${nl[@]}" "$URXE" run -- "$@" -p "$port"; then
-		fail "$name: the server did not start"
-		show "$name.srv"
-		return
-	fi
-	spid=$BG_PID
-	capture "$name.cli" "${LO_END[@]}" "${nl[@]}" "$URXE" run -- "$@" -p "$port" 127.0.0.1
-	crc=$RC
-	reap "$spid"
-	if [ "$crc" -eq 0 ] && [ "$RC" -eq 0 ]; then
-		pass "$name (packet <- packet, both on lo): $* (client and server exit 0)"
-	else
-		fail "$name (packet <- packet, both on lo): $*: client exit $crc, server exit $RC"
-		show "$name.cli" "$crc"
-		show "$name.srv"
-	fi
+	pp "$name" "$A" packet-lo "$A" packet-lo "$@"
 }
 # lo segments nothing: its capture would show GSO runs whole (as for the
 # udp backend): the captured run goes packet by packet.
