@@ -57,6 +57,7 @@ struct usock {
 	int fd;
 	uint8_t fam;			/* V4 or V6 */
 	bool wildcard;			/* source address chosen per datagram */
+	bool busy;			/* the last receive found datagrams */
 	uint16_t port;
 };
 
@@ -620,7 +621,7 @@ static void rx_finish(const struct urxe_udp *u, const struct usock *s,
 }
 
 /* Drains up to @n datagrams from one socket; returns how many or -errno. */
-static int recv_sock(const struct urxe_udp *u, const struct usock *s,
+static int recv_sock(const struct urxe_udp *u, struct usock *s,
 		     struct urxe_udp_in *in, unsigned int n)
 {
 	struct mmsghdr msg[BATCH];
@@ -628,24 +629,33 @@ static int recv_sock(const struct urxe_udp *u, const struct usock *s,
 	union sa names[BATCH];
 	union ctl ctl[BATCH];
 	unsigned int got = 0, cnt, i;
+	/*
+	 * A socket that was empty last time: ask for one datagram and stop.
+	 * recvmmsg() would go on to look for a second one, time on the
+	 * critical path of a ping-pong's receiver.  A stream keeps the
+	 * socket busy, and a busy one is asked for many.
+	 */
+	bool single = !s->busy;
 	int rc;
 
 	while (got < n) {
-		cnt = n - got < BATCH ? n - got : BATCH;
+		cnt = single ? 1 : n - got < BATCH ? n - got : BATCH;
 		for (i = 0; i < cnt; i++)
 			rx_prepare(&msg[i], &iov[i], &names[i], &ctl[i],
 				   &in[got + i]);
 		rc = recvmmsg(s->fd, msg, cnt, MSG_DONTWAIT, NULL);
 		if (rc < 0) {
+			s->busy = got;
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR)
 				break;
 			return got ? (int)got : -errno;
 		}
+		s->busy = true;
 		for (i = 0; i < (unsigned int)rc; i++)
 			rx_finish(u, s, &msg[i], &in[got + i]);
 		got += (unsigned int)rc;
-		if ((unsigned int)rc < cnt)
+		if ((unsigned int)rc < cnt || single)
 			break;
 	}
 	return (int)got;

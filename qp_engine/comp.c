@@ -150,7 +150,7 @@ void urxe_retx_arm(struct urxe_eqp *qp)
 		qp->retx_deadline = 0;	/* timeout 0: no transport timer */
 		return;
 	}
-	now = urxe_now(qp->eng);
+	now = urxe_clock(qp->eng);
 	if (!qp->retx_deadline)
 		qp->progress_ns = now;	/* starting from idle */
 	urxe_timer_set(qp, &qp->retx_deadline, now + fast_rto_ns(qp));
@@ -159,7 +159,7 @@ void urxe_retx_arm(struct urxe_eqp *qp)
 /* Forward progress: the retry budget starts over, the timer is re-armed. */
 static void progressed(struct urxe_eqp *qp, uint32_t acked)
 {
-	uint64_t now = urxe_now(qp->eng);
+	uint64_t now = urxe_clock(qp->eng);
 
 	qp->retries_left = qp->attr.retry_cnt;
 	qp->progress_ns = now;
@@ -290,7 +290,7 @@ static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 	}
 	urxe_req_rewind(qp, psn);
 	urxe_timer_set(qp, &qp->rnr_deadline,
-		       urxe_now(qp->eng) + rnr_delay_us(syn) * 1000);
+		       urxe_clock(qp->eng) + rnr_delay_us(syn) * 1000);
 	qp->retx_deadline = 0;
 	urxe_qp_schedule(qp);
 }

@@ -716,6 +716,11 @@ uint64_t urxe_now(struct urxe_engine *eng)
 	return eng->ops->now(eng->priv);
 }
 
+uint64_t urxe_engine_clock(struct urxe_engine *eng)
+{
+	return urxe_clock(eng);
+}
+
 void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline)
 {
 	*slot = deadline;
@@ -731,7 +736,7 @@ void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline)
 static void run_timers(struct urxe_engine *eng)
 {
 	/* A statistics publish due is a deadline too (urxe_qpstats_tick). */
-	uint64_t now = urxe_now(eng), hint = eng->stats_due ? eng->stats_due
+	uint64_t now = urxe_clock(eng), hint = eng->stats_due ? eng->stats_due
 							    : UINT64_MAX;
 	uint32_t i;
 
@@ -798,6 +803,8 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 			atomic_store(&eng->work, true);
 			break;
 		}
+		eng->clock_ns = urxe_now(eng);
+		eng->clock_valid = true;
 		atomic_store(&eng->work, false);
 		atomic_store_explicit(&eng->acks_deferred_ns, 0,
 				      memory_order_relaxed);
@@ -832,7 +839,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 			if (__atomic_load_n(&eng->pending, __ATOMIC_RELAXED)) {
 				atomic_store(&eng->work, true);
 				atomic_store_explicit(&eng->acks_deferred_ns,
-						      urxe_now(eng),
+						      urxe_clock(eng),
 						      memory_order_relaxed);
 			}
 			break;
@@ -841,6 +848,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 	} while (n > 0 || atomic_load(&eng->work));
 	urxe_tx_flush(eng);
 	urxe_qpstats_tick(eng);
+	eng->clock_valid = false;
 	return did;
 }
 
@@ -860,8 +868,10 @@ int urxe_engine_progress(struct urxe_engine *eng)
 		did = progress(eng, PROG_ENGINE);
 		return did > 0 ? did : 0;
 	}
-	atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
-			      memory_order_relaxed);
+	/*
+	 * Stamped at the end only: while it runs, app_in_progress says so
+	 * (a clock read less on every poll of an empty CQ).
+	 */
 	atomic_store_explicit(&eng->app_in_progress, true, memory_order_relaxed);
 	did = progress(eng, PROG_POLL);
 	atomic_store_explicit(&eng->app_in_progress, false,

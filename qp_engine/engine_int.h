@@ -58,6 +58,12 @@ struct urxe_engine {
 	/* no timer expires before this; written under the progress lock,
 	 * read without it by waiters choosing how long to sleep */
 	_Atomic uint64_t deadline_hint;
+	/*
+	 * The time a progress round began, for the lock holder's timers and
+	 * stamps (urxe_clock): one clock read per round, not one per use.
+	 */
+	uint64_t clock_ns;
+	bool clock_valid;		/* inside progress_locked() */
 	atomic_bool timer_moved;	/* the engine thread must re-arm */
 
 	/* QPs with send work or ACKs to send */
@@ -331,6 +337,15 @@ static inline unsigned int urxe_qp_mtu(const struct urxe_eqp *qp)
 	return qp->attr.path_mtu ? qp->attr.path_mtu : 256;
 }
 uint64_t urxe_now(struct urxe_engine *eng);
+/*
+ * The clock for the progress lock's holder: the time its progress round
+ * began, or a fresh reading outside one.  Rounds last microseconds; the
+ * timers and samples that use it are not finer.
+ */
+static inline uint64_t urxe_clock(struct urxe_engine *eng)
+{
+	return eng->clock_valid ? eng->clock_ns : urxe_now(eng);
+}
 /* Sets a QP timer (@slot points at retx_deadline or rnr_deadline). */
 void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline);
 
@@ -344,7 +359,7 @@ static inline void urxe_rtt_start(struct urxe_eqp *qp, uint32_t psn)
 		return;
 	qp->rtt_active = true;
 	qp->rtt_psn = psn;
-	qp->rtt_start = urxe_now(qp->eng);
+	qp->rtt_start = urxe_clock(qp->eng);
 }
 void urxe_comp_send(struct urxe_eqp *qp, struct urxe_send_wqe *wqe,
 		    enum ibv_wc_status status);

@@ -180,7 +180,9 @@ static bool apps_active(struct urxe_engine *eng)
 	uint64_t last = atomic_load_explicit(&eng->app_progress_ns,
 					     memory_order_relaxed);
 
-	return last && urxe_now(eng) - last < URXE_APP_ACTIVE_NS;
+	return atomic_load_explicit(&eng->app_in_progress,
+				    memory_order_relaxed) ||
+	       (last && urxe_now(eng) - last < URXE_APP_ACTIVE_NS);
 }
 
 static void park_io(struct urxe_engine *eng, bool park)

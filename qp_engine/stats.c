@@ -61,7 +61,7 @@ void urxe_qpstats_tick(struct urxe_engine *eng)
 	if (!eng->stats ||
 	    (!eng->stats_due && packets(eng) == eng->stats_mark))
 		return;		/* the idle (busy-polling) path: two loads */
-	now = urxe_now(eng);
+	now = urxe_clock(eng);
 	if (eng->stats_due && now >= eng->stats_due) {
 		urxe_qpstats_publish(eng);
 		return;

@@ -483,9 +483,8 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 {
 	struct urxe_dev *dev = priv;
 	struct urxe_dev_rx *rx = dev->rx;
+	uint64_t now = urxe_engine_clock(eng);
 	int total = 0, n, i;
-
-	uint64_t now = urxe_dev_now(dev);
 
 	if (!dev->udp)
 		return 0;
@@ -522,6 +521,13 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 			}
 		}
 		total += n;
+		/*
+		 * Fewer than asked for: the sockets were empty a moment ago.
+		 * Asking again would mostly cost a system call that finds
+		 * nothing, on the path of every message a poller waits for.
+		 */
+		if (n < RX_BATCH)
+			break;
 	}
 	return total;
 }

@@ -178,7 +178,7 @@ static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 	struct urxe_dev *dev = priv;
 	struct urxe_packet_in in[RX_BATCH];
 	struct urxe_rx_meta meta;
-	uint64_t now = urxe_dev_now(dev);
+	uint64_t now = urxe_engine_clock(eng);
 	int total = 0, n, i;
 
 	if (!dev->pkt)

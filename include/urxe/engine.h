@@ -608,6 +608,11 @@ uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id);
 bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
 			  const struct urxe_rx_meta *meta, uint16_t *ip_id);
 
+/*
+ * For rx_poll: the engine's time, as its progress round saw it (a
+ * reading shared by everything the round does).
+ */
+uint64_t urxe_engine_clock(struct urxe_engine *eng);
 /* Called by rx_poll for each frame: @roce is BTH .. ICRC. */
 void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 		       uint32_t len, const struct urxe_rx_meta *meta);
