@@ -22,6 +22,11 @@
 #define URXE_TX_BATCH 32
 #define URXE_TX_BUF (4096 + 128)	/* MTU payload + headers + pad + ICRC */
 #define URXE_TX_PIECES 2		/* payload pieces a packet may point to */
+/*
+ * Payloads up to this size are copied into the packet: one iovec for the
+ * kernel to walk and one ICRC pass cost less than pointing at them.
+ */
+#define URXE_TX_COPY_MAX 128
 
 struct urxe_engine {
 	pthread_mutex_t lock;		/* the progress lock */

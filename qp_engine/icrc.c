@@ -16,15 +16,25 @@
 #define IPV4_MIN_HDR_LEN 20
 #define UDP_HDR_LEN 8
 
+/* RoCE bytes after the BTH that urxe_icrc_begin_n() takes in its pass. */
+#define BEGIN_MORE 128
+
 void urxe_icrc_begin(struct urxe_icrc *c, const uint8_t *ip, size_t ip_len,
 		     const uint8_t *udp, const uint8_t *bth)
 {
-	static const uint8_t lrh_ones[8] = {
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	};
-	uint8_t buf[60 + UDP_HDR_LEN + URXE_BTH_LEN];
+	urxe_icrc_begin_n(c, ip, ip_len, udp, bth, URXE_BTH_LEN);
+}
+
+size_t urxe_icrc_begin_n(struct urxe_icrc *c, const uint8_t *ip,
+			 size_t ip_len, const uint8_t *udp,
+			 const uint8_t *roce, size_t len)
+{
+	uint8_t buf[60 + UDP_HDR_LEN + URXE_BTH_LEN + BEGIN_MORE];
+	size_t more = len > URXE_BTH_LEN ? len - URXE_BTH_LEN : 0;
 	uint8_t *u, *b;
 
+	if (more > BEGIN_MORE)
+		more = 0;		/* not small: the caller goes on */
 	if (ip_len > 60)
 		ip_len = 60;
 	memcpy(buf, ip, ip_len);
@@ -41,10 +51,12 @@ void urxe_icrc_begin(struct urxe_icrc *c, const uint8_t *ip, size_t ip_len,
 	memcpy(u, udp, UDP_HDR_LEN);
 	u[6] = u[7] = 0xff;			/* UDP checksum */
 	b = u + UDP_HDR_LEN;
-	memcpy(b, bth, URXE_BTH_LEN);
+	memcpy(b, roce, URXE_BTH_LEN + more);
 	b[4] = 0xff;				/* FECN, BECN, reserved */
-	c->crc = crc32_gzip_refl(0, lrh_ones, sizeof(lrh_ones));
-	c->crc = crc32_gzip_refl(c->crc, buf, ip_len + UDP_HDR_LEN + URXE_BTH_LEN);
+	/* The LRH's ones first: a constant. */
+	c->crc = crc32_gzip_refl(URXE_ICRC_LRH_ONES, buf,
+				 ip_len + UDP_HDR_LEN + URXE_BTH_LEN + more);
+	return URXE_BTH_LEN + more;
 }
 
 void urxe_icrc_update(struct urxe_icrc *c, const void *p, size_t len)
@@ -121,12 +133,13 @@ uint32_t urxe_icrc_tx(const uint8_t *src, const uint8_t *dst, uint16_t sport,
 {
 	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
 	struct urxe_icrc c;
-	size_t ip_len;
+	size_t ip_len, took;
 
 	ip_len = urxe_icrc_pseudo_hdr(ph, src, dst, sport, URXE_ROCE_UDP_PORT,
 				      len + URXE_ICRC_LEN, 0, true);
-	urxe_icrc_begin(&c, ph, ip_len, ph + ip_len, roce);
-	urxe_icrc_update(&c, roce + URXE_BTH_LEN, len - URXE_BTH_LEN);
+	took = urxe_icrc_begin_n(&c, ph, ip_len, ph + ip_len, roce, len);
+	if (len > took)
+		urxe_icrc_update(&c, roce + took, len - took);
 	return urxe_icrc_end(&c);
 }
 
@@ -316,21 +329,22 @@ static int rx_match(const uint8_t *roce, uint32_t len,
 {
 	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
 	uint32_t want = urxe_icrc_load(roce + len - URXE_ICRC_LEN), bits, got;
+	size_t ip_len = 0, took, covered = len - URXE_ICRC_LEN;
 	struct urxe_icrc c;
-	size_t ip_len = 0;
 
 	*id = 0;
 	if (meta->ip_hdr_known) {
-		urxe_icrc_begin(&c, meta->ip, meta->ip_len, meta->ip + meta->ip_len,
-				roce);
+		took = urxe_icrc_begin_n(&c, meta->ip, meta->ip_len,
+					 meta->ip + meta->ip_len, roce, covered);
 	} else {
 		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
 					      meta->sport, meta->dport, len,
 					      meta->ip_id_hint, true);
-		urxe_icrc_begin(&c, ph, ip_len, ph + ip_len, roce);
+		took = urxe_icrc_begin_n(&c, ph, ip_len, ph + ip_len, roce,
+					 covered);
 	}
-	urxe_icrc_update(&c, roce + URXE_BTH_LEN,
-			 len - URXE_BTH_LEN - URXE_ICRC_LEN);
+	if (covered > took)
+		urxe_icrc_update(&c, roce + took, covered - took);
 	got = urxe_icrc_end(&c);
 	if (got == want) {
 		/* exact, or IPv4 with the hinted ID and DF: urxe peers */

@@ -25,6 +25,16 @@ struct urxe_icrc {
  */
 void urxe_icrc_begin(struct urxe_icrc *c, const uint8_t *ip, size_t ip_len,
 		     const uint8_t *udp, const uint8_t *bth);
+/*
+ * The same, going on over the RoCE bytes after the BTH up to @len in all
+ * (BTH included), as far as a small packet goes: one CRC pass instead of
+ * several.  Returns how many RoCE bytes it covered (at least the BTH).
+ */
+size_t urxe_icrc_begin_n(struct urxe_icrc *c, const uint8_t *ip,
+			 size_t ip_len, const uint8_t *udp,
+			 const uint8_t *roce, size_t len);
+/* The CRC of the eight 0xFF bytes standing for the LRH (tests check it). */
+#define URXE_ICRC_LRH_ONES 0x2144df1cu
 void urxe_icrc_update(struct urxe_icrc *c, const void *p, size_t len);
 /* The ICRC value; store it with urxe_icrc_store(). */
 uint32_t urxe_icrc_end(const struct urxe_icrc *c);

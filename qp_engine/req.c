@@ -218,7 +218,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	put_ext_hdrs(qp, wqe, oi, buf, wqe->remote_addr, wqe->length);
 	wqe_path(qp, wqe, &path);
 	npieces = -E2BIG;
-	if (!(wqe->send_flags & IBV_SEND_INLINE) && paylen)
+	if (!(wqe->send_flags & IBV_SEND_INLINE) && paylen > URXE_TX_COPY_MAX)
 		npieces = urxe_sge_pieces(eng, qp->pd, wqe->sge, wqe->num_sge,
 					  wqe->sent, paylen, pieces,
 					  URXE_TX_PIECES);

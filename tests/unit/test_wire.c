@@ -5,6 +5,7 @@
  * against frames captured from Linux's kernel Soft-RoCE (tests/vectors).
  */
 #include <check.h>
+#include <isa-l/crc.h>
 #include <pcap/pcap.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +271,41 @@ START_TEST(icrc_ipv4_id_delta)
 }
 END_TEST
 
+/*
+ * The one-pass start over a small packet's bytes gives the CRC of the
+ * header start followed by the same bytes, at every length around its
+ * limit; and the LRH constant is the CRC of eight 0xFF bytes.
+ */
+START_TEST(icrc_begin_n_is_begin_then_update)
+{
+	static const uint8_t ones[8] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	};
+	static const uint8_t src[16] = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 1 };
+	static const uint8_t dst[16] = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 2 };
+	struct urxe_icrc a, b;
+	uint8_t ph[68], pkt[400];
+	size_t ip_len, len, took;
+	unsigned int k;
+
+	ck_assert_uint_eq(crc32_gzip_refl(0, ones, sizeof(ones)),
+			  URXE_ICRC_LRH_ONES);
+	for (k = 0; k < sizeof(pkt); k++)
+		pkt[k] = (uint8_t)(k * 13 + 5);
+	for (len = 12; len <= sizeof(pkt); len++) {
+		ip_len = urxe_icrc_pseudo_hdr(ph, src, dst, 0xc002, 4791,
+					      (uint32_t)len + 4, 0, true);
+		urxe_icrc_begin(&a, ph, ip_len, ph + ip_len, pkt);
+		urxe_icrc_update(&a, pkt + 12, len - 12);
+		took = urxe_icrc_begin_n(&b, ph, ip_len, ph + ip_len, pkt, len);
+		ck_assert_uint_ge(took, 12);
+		ck_assert_uint_le(took, len);
+		urxe_icrc_update(&b, pkt + took, len - took);
+		ck_assert_uint_eq(urxe_icrc_end(&a), urxe_icrc_end(&b));
+	}
+}
+END_TEST
+
 /* A flipped bit anywhere outside the masked fields changes the ICRC. */
 START_TEST(icrc_covers_invariant_fields)
 {
@@ -315,6 +351,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, psn_arith);
 	tcase_add_test(tc, icrc_kernel_vectors);
 	tcase_add_test(tc, icrc_covers_invariant_fields);
+	tcase_add_test(tc, icrc_begin_n_is_begin_then_update);
 	tcase_add_test(tc, icrc_rx_solves_ipv4_id);
 	tcase_add_test(tc, icrc_ipv4_id_delta);
 	suite_add_tcase(s, tc);
