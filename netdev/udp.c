@@ -643,7 +643,16 @@ static int recv_sock(const struct urxe_udp *u, struct usock *s,
 		for (i = 0; i < cnt; i++)
 			rx_prepare(&msg[i], &iov[i], &names[i], &ctl[i],
 				   &in[got + i]);
-		rc = recvmmsg(s->fd, msg, cnt, MSG_DONTWAIT, NULL);
+		/* One datagram: recvmsg() spares recvmmsg()'s batch set-up. */
+		if (cnt == 1) {
+			ssize_t r = recvmsg(s->fd, &msg[0].msg_hdr, MSG_DONTWAIT);
+
+			if (r >= 0)
+				msg[0].msg_len = (unsigned int)r;
+			rc = r >= 0 ? 1 : -1;
+		} else {
+			rc = recvmmsg(s->fd, msg, cnt, MSG_DONTWAIT, NULL);
+		}
 		if (rc < 0) {
 			s->busy = got;
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
