@@ -94,15 +94,11 @@ static int sock_options(int fd, int fam, bool no_check, bool pktinfo)
 {
 	static const struct opt { int level, name, val; } v4[] = {
 		{ IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO },
-		{ IPPROTO_IP, IP_RECVTOS, 1 },
-		{ IPPROTO_IP, IP_RECVTTL, 1 },
 	}, v6[] = {
 		{ IPPROTO_IPV6, IPV6_V6ONLY, 1 },
 		{ IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO },
 		{ IPPROTO_UDP, UDP_NO_CHECK6_RX, 1 },
 		{ IPPROTO_IPV6, IPV6_RECVPKTINFO, 1 },
-		{ IPPROTO_IPV6, IPV6_RECVTCLASS, 1 },
-		{ IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1 },
 	};
 	const struct opt *o = fam == V4 ? v4 : v6;
 	size_t i, n = fam == V4 ? sizeof(v4) / sizeof(*o) : sizeof(v6) / sizeof(*o);
@@ -328,6 +324,29 @@ unsigned int urxe_udp_rcvbuf(struct urxe_udp *u)
 			min = (unsigned int)v;
 	}
 	return min;
+}
+
+int urxe_udp_ip_meta(struct urxe_udp *u, bool on)
+{
+	int fam, fd, rc;
+
+	for (fam = 0; fam < NFAM; fam++) {
+		if (u->rx[fam] < 0)
+			continue;
+		fd = u->socks[u->rx[fam]].fd;
+		if (fam == V4) {
+			rc = set_int(fd, IPPROTO_IP, IP_RECVTOS, on);
+			if (!rc)
+				rc = set_int(fd, IPPROTO_IP, IP_RECVTTL, on);
+		} else {
+			rc = set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, on);
+			if (!rc)
+				rc = set_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, on);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds)

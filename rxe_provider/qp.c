@@ -303,6 +303,8 @@ int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
 	rc = urxe_dev_bind(dev);
 	if (rc)
 		return rc;
+	if (attr->qp_type == IBV_QPT_UD)
+		urxe_dev_want_ip_meta(dev);
 	used_attr(attr, &pd, &u);
 	grant_caps(&u.cap);
 	qp = calloc(1, sizeof(*qp));

@@ -639,6 +639,9 @@ static int bind_locked(struct urxe_dev *dev)
 	for (unsigned int k = 0; k < URXE_UDP_TX_POOL; k++)
 		urxe_udp_sport(dev->udp, (uint16_t)(URXE_UDP_SPORT_BASE + k));
 	dev->nudp_fds = urxe_udp_rx_fds(dev->udp, dev->udp_fds);
+	/* A capture writes each packet's IP header: TOS and TTL included. */
+	if (dev->cap)
+		urxe_dev_want_ip_meta(dev);
 	/*
 	 * What the receive socket holds bounds what may be in flight toward
 	 * it; a peer's is assumed alike.  The kernel charges a packet's whole
@@ -667,6 +670,18 @@ err_rx:
 	free(dev->rx);
 	dev->rx = NULL;
 	return rc;
+}
+
+void urxe_dev_want_ip_meta(struct urxe_dev *dev)
+{
+	int rc;
+
+	if (!dev->udp || atomic_exchange(&dev->ip_meta, true))
+		return;		/* the packet backend reads the IP header */
+	rc = urxe_udp_ip_meta(dev->udp, true);
+	if (rc)
+		urxe_warn("%s: UD receives will show TOS and TTL 0: %s",
+			  dev->desc.name, strerror(-rc));
 }
 
 int urxe_dev_bind(struct urxe_dev *dev)

@@ -270,6 +270,13 @@ unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds);
  */
 unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds);
 /*
+ * Whether received datagrams report their IP TOS/traffic class and TTL/hop
+ * limit (urxe_udp_in.tos, .ttl; 0 when off).  Off at open: the control
+ * messages cost a receiver ~0.3 us per datagram, and only UD receives
+ * (their GRH) and captures show them.  Returns 0 or a negative errno.
+ */
+int urxe_udp_ip_meta(struct urxe_udp *u, bool on);
+/*
  * Bytes the receive sockets hold (SO_RCVBUF as the kernel reports it, the
  * smallest of the families), 0 if unknown.
  */

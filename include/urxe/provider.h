@@ -69,6 +69,7 @@ struct urxe_dev {
 	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */
 	struct urxe_capture *cap;	/* URXE_PCAP, or NULL */
 	bool gso;			/* send runs of packets as one (UDP GSO) */
+	atomic_bool ip_meta;		/* receives report TOS and TTL */
 	unsigned int gso_failures;	/* GSO sends refused in a row */
 	atomic_int nsrq;		/* SRQs that exist (max_srq) */
 	/* port events: link changes, and the contexts' async pipes (lock) */
@@ -113,6 +114,12 @@ void urxe_import_after_fork_child(void);
  * that needs the network calls it (ibv_devinfo never does).
  */
 int urxe_dev_bind(struct urxe_dev *dev);
+/*
+ * From now on, received packets carry their IP TOS and TTL (a UD QP's
+ * GRH shows them); until then the udp backend leaves them out, which
+ * saves every receive two control messages.  Call once bound.
+ */
+void urxe_dev_want_ip_meta(struct urxe_dev *dev);
 
 /*
  * Runs progress while waiting up to @timeout_ms (-1: forever) for @fd to

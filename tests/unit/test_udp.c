@@ -196,6 +196,8 @@ START_TEST(batch_roundtrip)
 	for (i = 0; i < NB; i++)
 		ck_assert_uint_eq(used[i], URXE_UDP_SPORT_BASE +
 				  (1000 + i) % URXE_UDP_TX_POOL);
+	/* Sent before the receiver asks for TOS and TTL: both still come. */
+	ck_assert_int_eq(urxe_udp_ip_meta(pb.u, true), 0);
 
 	ck_assert_int_eq(recv_wait(pb.u, NB, 2000), NB);
 	for (i = 0; i < NB; i++) {
@@ -341,6 +343,37 @@ static void check_buf(int fd, int name, const char *max_path)
 	ck_assert_int_ge(get_int(fd, SOL_SOCKET, name), want);
 }
 
+/*
+ * TOS and TTL are reported only once asked for (a UD QP's GRH needs
+ * them; their control messages cost every other receive), and no more
+ * once turned off again.
+ */
+START_TEST(ip_meta_on_demand)
+{
+	uint8_t pay[100];
+	struct iovec iov = { pay, sizeof(pay) };
+	struct urxe_udp_out o = { .dst = pb.gid, .src = pa.gid, .sport = 9,
+				  .tos = 0x48, .ttl = 33, .iov = &iov, .niov = 1 };
+	int round, fd;
+
+	ck_assert_uint_eq(urxe_udp_rx_fds(pb.u, &fd), 1);
+	for (round = 0; round < 3; round++) {
+		bool on = round == 1;
+
+		if (round)
+			ck_assert_int_eq(urxe_udp_ip_meta(pb.u, on), 0);
+		ck_assert_int_eq(get_int(fd, IPPROTO_IP, IP_RECVTOS), on);
+		ck_assert_int_eq(get_int(fd, IPPROTO_IP, IP_RECVTTL), on);
+		fill(pay, sizeof(pay), (unsigned int)round);
+		ck_assert_int_eq(urxe_udp_send(pa.u, &o, 1, NULL), 1);
+		ck_assert_int_eq(recv_wait(pb.u, 1, 2000), 1);
+		ck_assert_uint_eq(rx[0].len, sizeof(pay));
+		ck_assert_uint_eq(rx[0].tos, on ? 0x48 : 0);
+		ck_assert_uint_eq(rx[0].ttl, on ? 33 : 0);
+	}
+}
+END_TEST
+
 START_TEST(socket_options)
 {
 	int fds[URXE_UDP_MAX_FDS];
@@ -356,8 +389,9 @@ START_TEST(socket_options)
 		ck_assert_int_eq(get_int(fds[k], SOL_SOCKET, SO_NO_CHECK), 1);
 		/* Bound to the slot's address: no need to be told it. */
 		ck_assert_int_eq(get_int(fds[k], IPPROTO_IP, IP_PKTINFO), 0);
-		ck_assert_int_eq(get_int(fds[k], IPPROTO_IP, IP_RECVTOS), 1);
-		ck_assert_int_eq(get_int(fds[k], IPPROTO_IP, IP_RECVTTL), 1);
+		/* Asked for by the first UD QP (urxe_udp_ip_meta). */
+		ck_assert_int_eq(get_int(fds[k], IPPROTO_IP, IP_RECVTOS), 0);
+		ck_assert_int_eq(get_int(fds[k], IPPROTO_IP, IP_RECVTTL), 0);
 		ck_assert_int_eq(get_int(fds[k], SOL_SOCKET, SO_TYPE),
 				 SOCK_DGRAM);
 		ck_assert(fcntl(fds[k], F_GETFD) & FD_CLOEXEC);
@@ -679,6 +713,7 @@ static int wild_case(bool own_ns)
 	CHK(urxe_udp_fds(w, fds) == (v6 ? 2u : 1u));
 	/* A second owner of port 4791 gets the clear error. */
 	CHK(urxe_udp_open(&c, &w2) == -EADDRINUSE && !w2);
+	CHK(urxe_udp_ip_meta(w, true) == 0);
 	cap = capture_open(ifc.ifindex);
 	if (wild_roundtrip(w, "127.0.0.5", "127.0.0.1", 0x1234))
 		return 1;
@@ -804,6 +839,7 @@ static Suite *udp_suite(void)
 	tcase_add_checked_fixture(lo, setup, teardown);
 	tcase_set_timeout(lo, 30);
 	tcase_add_test(lo, batch_roundtrip);
+	tcase_add_test(lo, ip_meta_on_demand);
 	tcase_add_test(lo, sport_pool);
 	tcase_add_test(lo, socket_options);
 	tcase_add_test(lo, truncated);
