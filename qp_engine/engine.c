@@ -787,7 +787,9 @@ enum prog_mode {
  * Progress lock held: do everything flagged, then drain the sockets.
  * Returns 1 if input arrived (or completions were made).
  */
-static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
+/* @clock, if not NULL, gets the time the last round began. */
+static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
+			   uint64_t *clock)
 {
 	uint64_t cqes = eng->cqes;
 	int did = 0, n, rounds = 0;
@@ -848,11 +850,14 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode)
 	} while (n > 0 || atomic_load(&eng->work));
 	urxe_tx_flush(eng);
 	urxe_qpstats_tick(eng);
+	if (clock)
+		*clock = eng->clock_ns;
 	eng->clock_valid = false;
 	return did;
 }
 
-static int progress(struct urxe_engine *eng, enum prog_mode mode);
+static int progress(struct urxe_engine *eng, enum prog_mode mode,
+		    uint64_t *clock);
 
 /*
  * Progress from a thread that polls (an empty CQ, a wait for an event):
@@ -862,10 +867,11 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode);
  */
 int urxe_engine_progress(struct urxe_engine *eng)
 {
+	uint64_t clock = 0;
 	int did;
 
 	if (urxe_in_engine_thread(eng)) {
-		did = progress(eng, PROG_ENGINE);
+		did = progress(eng, PROG_ENGINE, NULL);
 		return did > 0 ? did : 0;
 	}
 	/*
@@ -873,20 +879,24 @@ int urxe_engine_progress(struct urxe_engine *eng)
 	 * (a clock read less on every poll of an empty CQ).
 	 */
 	atomic_store_explicit(&eng->app_in_progress, true, memory_order_relaxed);
-	did = progress(eng, PROG_POLL);
+	did = progress(eng, PROG_POLL, &clock);
 	atomic_store_explicit(&eng->app_in_progress, false,
 			      memory_order_relaxed);
-	atomic_store_explicit(&eng->app_progress_ns, urxe_now(eng),
+	/* The last round's clock (a run lasts microseconds), or a reading. */
+	if (!clock)
+		clock = urxe_now(eng);
+	atomic_store_explicit(&eng->app_progress_ns, clock,
 			      memory_order_relaxed);
 	return did;
 }
 
 int urxe_engine_progress_thread(struct urxe_engine *eng)
 {
-	return progress(eng, PROG_ENGINE);
+	return progress(eng, PROG_ENGINE, NULL);
 }
 
-static int progress(struct urxe_engine *eng, enum prog_mode mode)
+static int progress(struct urxe_engine *eng, enum prog_mode mode,
+		    uint64_t *clock)
 {
 	int did;
 
@@ -916,7 +926,7 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode)
 		if (pthread_mutex_trylock(&eng->lock))
 			return -EBUSY;
 	}
-	did = progress_locked(eng, mode);
+	did = progress_locked(eng, mode, clock);
 	pthread_mutex_unlock(&eng->lock);
 	/*
 	 * Work flagged after our last check, while we were unlocking (a
@@ -925,7 +935,7 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode)
 	if (((mode != PROG_POLL && atomic_load(&eng->work)) ||
 	     atomic_load(&eng->input_wanted)) &&
 	    !pthread_mutex_trylock(&eng->lock)) {
-		did |= progress_locked(eng, mode);
+		did |= progress_locked(eng, mode, clock);
 		pthread_mutex_unlock(&eng->lock);
 	}
 	/* An earlier deadline: the engine thread's timer must know it. */
@@ -972,7 +982,7 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 			return;
 		}
 	}
-	progress(eng, PROG_KICK);
+	progress(eng, PROG_KICK, NULL);
 	atomic_store_explicit(&eng->app_post_ns, urxe_now(eng),
 			      memory_order_relaxed);
 }
@@ -980,7 +990,7 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 void urxe_engine_settle(struct urxe_engine *eng)
 {
 	pthread_mutex_lock(&eng->lock);
-	progress_locked(eng, PROG_KICK);
+	progress_locked(eng, PROG_KICK, NULL);
 	pthread_mutex_unlock(&eng->lock);
 }
 
