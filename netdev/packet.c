@@ -172,40 +172,25 @@ out_lib:
 
 /* ---- frames ---- */
 
-static size_t gather(const struct iovec *iov, unsigned int n, uint8_t *dst)
-{
-	size_t len = 0;
-	unsigned int i;
-
-	for (i = 0; i < n; i++) {
-		memcpy(dst + len, iov[i].iov_base, iov[i].iov_len);
-		len += iov[i].iov_len;
-	}
-	return len;
-}
-
 int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
 		      const struct urxe_packet_out *o, uint8_t *f, size_t cap,
 		      unsigned int mtu)
 {
 	bool v4 = urxe_gid_is_v4(o->dst) && urxe_gid_is_v4(o->src);
-	size_t ip_len = v4 ? 20 : 40, len = 0, hl;
+	size_t ip_len = v4 ? 20 : 40, len = urxe_iov_len(o->iov, o->niov), hl;
 	struct urxe_ipudp h = {
 		.src = o->src, .dst = o->dst, .tos = o->tos, .ttl = 64,
 		.ip_id = 0,			/* the ICRC assumes it */
 		.sport = o->sport, .dport = URXE_UDP_PORT,
 	};
-	unsigned int i;
 
-	for (i = 0; i < o->niov; i++)
-		len += o->iov[i].iov_len;
 	hl = 14 + ip_len + 8;
 	if (hl + len > cap || ip_len + 8 + len > mtu || len > 0xffff - 48)
 		return -EMSGSIZE;
 	memcpy(f, dmac, 6);
 	memcpy(f + 6, smac, 6);
 	urxe_put16(f + 12, v4 ? ETH_P_IP : ETH_P_IPV6);
-	gather(o->iov, o->niov, f + hl);
+	urxe_iov_gather(o->iov, o->niov, f + hl, len);
 	urxe_ipudp_build(f + 14, &h, f + hl, len);
 	return (int)(hl + len);
 }

@@ -53,12 +53,7 @@ _Static_assert(sizeof(struct virtio_net_hdr) == URXE_PACKET_VNET_LEN,
 
 static uint32_t iov_bytes(const struct urxe_packet_out *o)
 {
-	uint32_t len = 0;
-	unsigned int i;
-
-	for (i = 0; i < o->niov; i++)
-		len += (uint32_t)o->iov[i].iov_len;
-	return len;
+	return (uint32_t)urxe_iov_len(o->iov, o->niov);
 }
 
 /* ---- the probe ---- */
@@ -203,7 +198,7 @@ int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
 	bool v4 = urxe_gid_is_v4(o->dst) && urxe_gid_is_v4(o->src);
 	size_t ip_len = v4 ? 20 : 40, hl = 14 + ip_len + 8, end;
 	uint32_t seg, len, total, s, k;
-	unsigned int i, j;
+	unsigned int i;
 	int rc;
 
 	if (cap < URXE_PACKET_VNET_LEN)
@@ -226,10 +221,7 @@ int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
 		    ip_len + 8 + total + len > 0xffff)
 			return -EMSGSIZE;
 		at = e + end;
-		for (j = 0; j < o[i].niov; j++) {
-			memcpy(at, o[i].iov[j].iov_base, o[i].iov[j].iov_len);
-			at += o[i].iov[j].iov_len;
-		}
+		at += urxe_iov_gather(o[i].iov, o[i].niov, at, len);
 		if (v4 && len >= 4) {
 			/* Segment i leaves with IPv4 ID i: its ICRC must say so. */
 			uint8_t *c = at - 4;

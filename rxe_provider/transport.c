@@ -103,28 +103,6 @@ struct seg {
 	uint32_t len;
 };
 
-static uint32_t iov_len(const struct iovec *iov, unsigned int n)
-{
-	uint32_t len = 0;
-
-	while (n--)
-		len += (uint32_t)iov[n].iov_len;
-	return len;
-}
-
-/* Copies a packet's pieces into @dst (room for @cap bytes). */
-static uint32_t gather(const struct iovec *iov, unsigned int n, uint8_t *dst,
-		       uint32_t cap)
-{
-	uint32_t len = 0;
-	unsigned int i;
-
-	for (i = 0; i < n && len + iov[i].iov_len <= cap; i++) {
-		memcpy(dst + len, iov[i].iov_base, iov[i].iov_len);
-		len += (uint32_t)iov[i].iov_len;
-	}
-	return len;
-}
 
 void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
 			   const struct iovec *iov, unsigned int n)
@@ -136,7 +114,7 @@ void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
 		c->len = (uint32_t)iov->iov_len;
 	} else {
 		c->roce = flat;
-		c->len = gather(iov, n, flat, sizeof(flat));
+		c->len = (uint32_t)urxe_iov_gather(iov, n, flat, sizeof(flat));
 	}
 	urxe_capture_write(dev->cap, c);
 }
@@ -201,8 +179,8 @@ unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
 
 		if (flat) {
 			data = t->corrupt[k];
-			len = gather(pkts[i].iov, pkts[i].niov, t->corrupt[k],
-				     FAULT_BUF);
+			len = urxe_iov_gather(pkts[i].iov, pkts[i].niov,
+					      t->corrupt[k], FAULT_BUF);
 		}
 		switch (f) {
 		case URXE_FAULT_DROP:
@@ -301,11 +279,12 @@ static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
 
 	group_flows(out, k);
 	while (j < k) {
-		uint32_t seg = iov_len(out[j].iov, out[j].niov), total = seg;
+		uint32_t seg = (uint32_t)urxe_iov_len(out[j].iov, out[j].niov);
+		uint32_t total = seg;
 
 		for (m = 1; j + m < k && m < GSO_MAX_SEGS; m++) {
 			const struct urxe_udp_out *o = &out[j + m];
-			uint32_t len = iov_len(o->iov, o->niov);
+			uint32_t len = (uint32_t)urxe_iov_len(o->iov, o->niov);
 
 			if (len > seg || !same_flow(o, &out[j]) ||
 			    total + len > GSO_MAX_BYTES)
@@ -329,7 +308,8 @@ static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
 				       o->niov * sizeof(*o->iov));
 				b->segs[ns + i].iov0 = nio - start;
 				b->segs[ns + i].niov = o->niov;
-				b->segs[ns + i].len = iov_len(o->iov, o->niov);
+				b->segs[ns + i].len =
+					(uint32_t)urxe_iov_len(o->iov, o->niov);
 				nio += o->niov;
 			}
 			b->g[ng].iov = &b->iov[start];

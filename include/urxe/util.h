@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #define urxe_container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -87,5 +88,32 @@ static inline void urxe_put64(uint8_t *p, uint64_t v)
 
 #define urxe_likely(x) __builtin_expect(!!(x), 1)
 #define urxe_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Bytes in @n iovecs. */
+static inline size_t urxe_iov_len(const struct iovec *iov, unsigned int n)
+{
+	size_t len = 0;
+
+	while (n--)
+		len += iov[n].iov_len;
+	return len;
+}
+
+/*
+ * Copies the pieces of @iov into @dst, in order, while they fit in @cap
+ * bytes; returns the bytes copied.
+ */
+static inline size_t urxe_iov_gather(const struct iovec *iov, unsigned int n,
+				     uint8_t *dst, size_t cap)
+{
+	size_t len = 0;
+	unsigned int i;
+
+	for (i = 0; i < n && len + iov[i].iov_len <= cap; i++) {
+		memcpy(dst + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	return len;
+}
 
 #endif
