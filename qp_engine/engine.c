@@ -184,17 +184,6 @@ void urxe_mem_put(struct urxe_mem *mem)
 /* ---- the budget of packets in flight ---- */
 
 /* What @qp holds of the budget: its PSNs sent and not acknowledged. */
-static uint32_t qp_inflight(const struct urxe_eqp *qp)
-{
-	int32_t d;
-
-	if (!urxe_qp_reliable(qp) || qp->attr.state == IBV_QPS_ERR ||
-	    qp->attr.state == IBV_QPS_RESET)
-		return 0;
-	d = urxe_psn_diff(qp->psn, qp->acked_psn);
-	return d > 0 ? (uint32_t)d : 0;
-}
-
 static void budget_unwait(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
@@ -217,7 +206,7 @@ static void budget_unwait(struct urxe_eqp *qp)
 void urxe_budget_sync(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
-	uint32_t now = qp_inflight(qp), freed, room;
+	uint32_t now = urxe_qp_inflight(qp), freed, room;
 	struct urxe_eqp *w;
 
 	if (now == qp->budget_held)

@@ -15,6 +15,7 @@
 
 #include "hdr.h"
 #include "opcode.h"
+#include "psn.h"
 
 #define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)
 #define URXE_KEY_SLOTS (1u << 18)
@@ -224,6 +225,18 @@ static inline bool urxe_qp_reliable(const struct urxe_eqp *qp)
 {
 	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
 	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* Packets of @qp sent and not yet acknowledged (0 if it sends none). */
+static inline uint32_t urxe_qp_inflight(const struct urxe_eqp *qp)
+{
+	int32_t d;
+
+	if (!urxe_qp_reliable(qp) || qp->attr.state == IBV_QPS_ERR ||
+	    qp->attr.state == IBV_QPS_RESET)
+		return 0;
+	d = urxe_psn_diff(qp->psn, qp->acked_psn);
+	return d > 0 ? (uint32_t)d : 0;
 }
 
 /* engine.c */

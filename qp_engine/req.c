@@ -209,8 +209,8 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		      urxe_psn_diff(urxe_psn_add(qp->psn, 1), qp->acked_psn) >=
 		      (int32_t)eng->window ||
 		      (eng->budget_pkts &&
-		       eng->inflight + 1 + (uint32_t)urxe_psn_diff(qp->psn,
-			    qp->acked_psn) - qp->budget_held >= eng->budget_pkts));
+		       eng->inflight + 1 + urxe_qp_inflight(qp) -
+		       qp->budget_held >= eng->budget_pkts));
 	if (bth.ackreq)
 		qp->unacked_pkts = 0;
 	oi = urxe_opinfo(bth.opcode);
