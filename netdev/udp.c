@@ -673,7 +673,7 @@ static int recv_sock(const struct urxe_udp *u, struct usock *s,
 			rc = recvmmsg(s->fd, msg, cnt, MSG_DONTWAIT, NULL);
 		}
 		if (rc < 0) {
-			s->busy = got;
+			s->busy = got > 0;
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR)
 				break;

@@ -183,7 +183,6 @@ void urxe_mem_put(struct urxe_mem *mem)
 
 /* ---- the budget of packets in flight ---- */
 
-/* What @qp holds of the budget: its PSNs sent and not acknowledged. */
 static void budget_unwait(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
@@ -774,9 +773,9 @@ enum prog_mode {
 
 /*
  * Progress lock held: do everything flagged, then drain the sockets.
- * Returns 1 if input arrived (or completions were made).
+ * Returns 1 if input arrived (or completions were made); @clock, if not
+ * NULL, gets the time its last round began.
  */
-/* @clock, if not NULL, gets the time the last round began. */
 static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			   uint64_t *clock)
 {
