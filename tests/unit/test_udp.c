@@ -344,6 +344,46 @@ static void check_buf(int fd, int name, const char *max_path)
 }
 
 /*
+ * A socket found empty is asked for one datagram next time, and the call
+ * stops there (a ping-pong's receiver waits for one); one that had some
+ * is asked for a batch.  Five datagrams queued on an idle socket: 1, then
+ * the 4 others at once, then nothing; then idle again: 1.
+ */
+START_TEST(recv_one_after_empty)
+{
+	uint8_t pay[64];
+	struct iovec iov = { pay, sizeof(pay) };
+	struct urxe_udp_out o = { .dst = pb.gid, .src = pa.gid, .sport = 5,
+				  .iov = &iov, .niov = 1 };
+	struct pollfd p = { .events = POLLIN };
+	unsigned int i;
+	uint32_t seq;
+
+	ck_assert_uint_eq(urxe_udp_rx_fds(pb.u, &p.fd), 1);
+	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 0);
+	for (i = 0; i < 5; i++) {
+		fill(pay, sizeof(pay), i);
+		ck_assert_int_eq(urxe_udp_send(pa.u, &o, 1, NULL), 1);
+	}
+	/* Loopback delivers within the send: all five wait already. */
+	ck_assert_int_eq(poll(&p, 1, 2000), 1);
+	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 1);
+	ck_assert(intact(rx[0].buf, rx[0].len, &seq) && seq == 0);
+	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 4);
+	for (i = 0; i < 4; i++)
+		ck_assert(intact(rx[i].buf, rx[i].len, &seq) && seq == i + 1);
+	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 0);
+	fill(pay, sizeof(pay), 9);
+	ck_assert_int_eq(urxe_udp_send(pa.u, &o, 1, NULL), 1);
+	fill(pay, sizeof(pay), 10);
+	ck_assert_int_eq(urxe_udp_send(pa.u, &o, 1, NULL), 1);
+	usleep(20000);
+	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 1);
+	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 1);
+}
+END_TEST
+
+/*
  * TOS and TTL are reported only once asked for (a UD QP's GRH needs
  * them; their control messages cost every other receive), and no more
  * once turned off again.
@@ -840,6 +880,7 @@ static Suite *udp_suite(void)
 	tcase_set_timeout(lo, 30);
 	tcase_add_test(lo, batch_roundtrip);
 	tcase_add_test(lo, ip_meta_on_demand);
+	tcase_add_test(lo, recv_one_after_empty);
 	tcase_add_test(lo, sport_pool);
 	tcase_add_test(lo, socket_options);
 	tcase_add_test(lo, truncated);
