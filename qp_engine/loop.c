@@ -31,15 +31,6 @@ static void rearm_timer(struct urxe_engine *eng)
 
 static bool apps_active(struct urxe_engine *eng);
 
-static inline void urxe_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /*
  * Input arrived while an application was calling in.  One that polls a
  * CQ calls again within a microsecond or so and reads it; one that has
@@ -106,8 +97,8 @@ static bool input_waiting(struct urxe_engine *eng)
  * Nobody polls (the target of ib_read_lat sleeps in read()): after work,
  * stay a little for more.  A thread woken from epoll takes ~10 us to run
  * on a busy or sleeping core, longer than a requester takes to ask again
- * (ib_read_lat: 26 -> 11.6 us a round trip).  Returns what progress
- * last returned, or 0.
+ * (ib_read_lat: 26 -> 11.6 us a round trip).  Returns progress's
+ * negative errno if it failed (the lock held), else 0.
  */
 static int linger(struct urxe_engine *eng)
 {

@@ -103,7 +103,6 @@ struct seg {
 	uint32_t len;
 };
 
-
 void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
 			   const struct iovec *iov, unsigned int n)
 {

@@ -159,7 +159,7 @@ static bool wait_frame(struct urxe_dev *dev)
 		for (i = 0; i < 64; i++) {
 			if (urxe_packet_rx_pending(dev->pkt))
 				return true;
-			__builtin_ia32_pause();
+			urxe_cpu_relax();
 		}
 		if (urxe_dev_now(dev) >= end)
 			return false;

@@ -86,6 +86,16 @@ static inline void urxe_put64(uint8_t *p, uint64_t v)
 	urxe_put32(p + 4, (uint32_t)v);
 }
 
+/* In a spin-wait: lets the core's other thread (and the bus) breathe. */
+static inline void urxe_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 #define urxe_likely(x) __builtin_expect(!!(x), 1)
 #define urxe_unlikely(x) __builtin_expect(!!(x), 0)
 
