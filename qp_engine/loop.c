@@ -141,6 +141,21 @@ static void take_over(struct urxe_engine *eng)
 }
 
 /*
+ * The applications stopped calling in: this thread takes over, watching
+ * the sockets again.  Whatever parked them (a backoff pass that saw the
+ * applications still active a moment ago) may not look again: this
+ * thread may have no timer either (a responder has none), and unwatched
+ * sockets would then never be read.
+ */
+static void take_over_watching(struct urxe_engine *eng)
+{
+	park_io(eng, false);
+	eng->backoff_s = URXE_BACKOFF_S;
+	eng->app_takes = 0;
+	take_over(eng);
+}
+
+/*
  * Runs progress — unless application threads are calling in: then they
  * do the work (timers included), and this thread, which could be
  * preempted while holding the progress lock, keeps out of their way.
@@ -151,7 +166,7 @@ static void run(struct urxe_engine *eng, bool input)
 {
 	if (!apps_active(eng) ||
 	    (input && !app_takes_input(eng, URXE_APP_SILENT_NS))) {
-		take_over(eng);
+		take_over_watching(eng);
 		return;
 	}
 	/* Pollers took this input: after a few such, stop watching. */
@@ -221,10 +236,7 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 	 */
 	if (!apps_active(eng) ||
 	    (input_waiting(eng) && !app_takes_input(eng, URXE_LOOK_SILENT_NS))) {
-		park_io(eng, false);
-		eng->backoff_s = URXE_BACKOFF_S;
-		eng->app_takes = 0;
-		take_over(eng);
+		take_over_watching(eng);
 		return;
 	}
 	/*
