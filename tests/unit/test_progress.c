@@ -9,7 +9,11 @@
  *     the lock, does not spin on the readable descriptor meanwhile (the
  *     process burns next to no CPU while the poster sleeps in its send);
  *   - afterwards the engine thread watches the descriptor again: input
- *     with nobody calling in is read by it.
+ *     with nobody calling in is read by it;
+ *   - the same when the application stops calling in just as the engine
+ *     thread's backoff looks (it saw the application active, then gone
+ *     by the time it ran): a scripted clock puts the end of the
+ *     application's activity between those two looks.
  */
 #include <check.h>
 #include <errno.h>
@@ -22,6 +26,7 @@
 
 #include <urxe/engine.h>
 
+#include "engine_int.h"		/* URXE_APP_ACTIVE_NS */
 #include "engine_wire.h"	/* a node's pieces; no wire: a pipe */
 #include "testutil.h"
 
@@ -40,10 +45,40 @@ static uint64_t clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t real_now(void *priv)
+/*
+ * The engine's clock: real time, or (clock_mode) a scripted one.  FROZEN:
+ * every reading is fake_t0, so an application that polled at fake_t0 stays
+ * active.  ARMED: the engine thread's first reading after a pause (the
+ * first look of a backoff pass: passes are a millisecond or more apart)
+ * is still within URXE_APP_ACTIVE_NS of fake_t0; from then on (GONE) its
+ * readings are a second past fake_t0 and run on in real time: the
+ * application stopped calling in between that look and the next.
+ */
+enum { CLOCK_REAL, CLOCK_FROZEN, CLOCK_ARMED, CLOCK_GONE };
+#define LOOK_GAP_NS 500000ull
+static atomic_int clock_mode;
+static uint64_t fake_t0;
+static _Atomic uint64_t last_engine_read, gone_at;
+
+static uint64_t test_now(void *priv)
 {
+	uint64_t real = clock_ns(CLOCK_MONOTONIC), prev;
+	int mode = atomic_load(&clock_mode);
+
 	(void)priv;
-	return clock_ns(CLOCK_MONOTONIC);
+	if (mode == CLOCK_REAL)
+		return real;
+	if (pthread_equal(pthread_self(), main_thread))
+		return fake_t0;
+	prev = atomic_exchange(&last_engine_read, real);
+	if (mode == CLOCK_ARMED && real - prev > LOOK_GAP_NS) {
+		atomic_store(&gone_at, real);
+		atomic_store(&clock_mode, CLOCK_GONE);
+		return fake_t0 + URXE_APP_ACTIVE_NS / 2;
+	}
+	if (mode == CLOCK_GONE)
+		return fake_t0 + 1000000000ull + (real - atomic_load(&gone_at));
+	return fake_t0;
 }
 
 /*
@@ -83,7 +118,7 @@ static int pipe_rx(void *priv, struct urxe_engine *eng, int budget)
 
 static const struct urxe_engine_ops ops = {
 	.xmit = stall_xmit,
-	.now = real_now,
+	.now = test_now,
 	.rx_poll = pipe_rx,
 };
 
@@ -99,6 +134,7 @@ static void setup(void)
 	struct urxe_qp_attr at;
 
 	main_thread = pthread_self();
+	atomic_store(&clock_mode, CLOCK_REAL);
 	atomic_store(&stall, false);
 	atomic_store(&rx_by_main, 0);
 	atomic_store(&rx_by_other, 0);
@@ -161,6 +197,16 @@ static bool wait_for(atomic_uint *v, unsigned int want, unsigned int ms)
 	return atomic_load(v) >= want;
 }
 
+/* Waits up to @ms for the scripted clock to reach @mode. */
+static bool wait_for_mode(int mode, unsigned int ms)
+{
+	struct timespec ts = { 0, 1000000L };
+
+	while (atomic_load(&clock_mode) != mode && ms--)
+		nanosleep(&ts, NULL);
+	return atomic_load(&clock_mode) == mode;
+}
+
 START_TEST(poster_reads_input_engine_waits)
 {
 	unsigned int by_main, by_other;
@@ -210,6 +256,36 @@ START_TEST(engine_thread_watches_again)
 }
 END_TEST
 
+/*
+ * An application polls, then stops for good (it waits in read()) just as
+ * the engine thread's backoff looks: the backoff sees it active, and by
+ * the time it runs, it is gone.  The engine thread takes over then, and
+ * must watch the descriptor again — or it hears no input, ever (it has
+ * no timer to wake it).
+ */
+START_TEST(engine_thread_takes_over_after_backoff)
+{
+	usleep(20000);
+	fake_t0 = clock_ns(CLOCK_MONOTONIC) + 1000000000ull;
+	atomic_store(&clock_mode, CLOCK_FROZEN);
+	/* An application polls (at fake_t0) ... */
+	urxe_engine_progress(eng);
+	/* ... so the woken engine thread stops watching, backs off ... */
+	urxe_engine_thread_wake(eng);
+	usleep(10000);
+	ck_assert_uint_eq(atomic_load(&rx_by_other), 0);
+	/* ... and its next look sees the application leave. */
+	atomic_store(&clock_mode, CLOCK_ARMED);
+	ck_assert_msg(wait_for_mode(CLOCK_GONE, 2000),
+		      "the engine thread's backoff did not look within 2 s");
+	usleep(10000);
+	ck_assert_int_eq(write(pipefd[1], "z", 1), 1);
+	ck_assert_msg(wait_for(&rx_by_other, 1, 2000),
+		      "the engine thread did not read the input within 2 s");
+	ck_assert_uint_eq(atomic_load(&rx_by_main), 0);
+}
+END_TEST
+
 static Suite *progress_suite(void)
 {
 	Suite *s = suite_create("progress");
@@ -219,6 +295,7 @@ static Suite *progress_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, poster_reads_input_engine_waits);
 	tcase_add_test(tc, engine_thread_watches_again);
+	tcase_add_test(tc, engine_thread_takes_over_after_backoff);
 	suite_add_tcase(s, tc);
 	return s;
 }
