@@ -6,9 +6,11 @@
  * own 127.117.h.l; a real interface: 0.0.0.0 and, with IPv6, [::]) and a
  * pool of transmit sockets bound to 0xC000 + k, opened the first time pool
  * index k is asked for, so a QP's flow hash picks its UDP source port.
- * Every socket is unconnected and IP_PMTUDISC_DO: the kernel then writes IP
+ * Every socket is IP_PMTUDISC_DO.  Unconnected, the kernel then writes IP
  * ID 0 (and DF), which the ICRC covers — and ID i on segment i of a GSO
- * send.  With GSO (conf->gso) IPv4 UDP checksums are real — the kernel
+ * send.  A connected transmit socket (conf->connect) writes the IDs of a
+ * per-socket counter instead, one per datagram (segment i: that + i):
+ * learnt from a probe when it connects, see learn_id().  With GSO (conf->gso) IPv4 UDP checksums are real — the kernel
  * refuses GSO with SO_NO_CHECK; on lo and veth they are offloaded, so
  * free — and receive sockets ask for GRO: a burst of equal-sized
  * datagrams arrives as one, with its segment size (urxe_udp_in.gso_size).
@@ -22,7 +24,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/errqueue.h>
 #include <linux/filter.h>
+#include <linux/net_tstamp.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stddef.h>
@@ -39,6 +43,10 @@
 #define BATCH 32			/* datagrams per sendmmsg/recvmmsg */
 #define SOCK_BUF (4 << 20)		/* wished-for SO_RCVBUF/SO_SNDBUF */
 #define CTL_BYTES 128			/* >= in6_pktinfo + 2 ints, aligned */
+#define CONN_HOLD 4096			/* datagrams before connecting again */
+#define ID_RECHECK 65536		/* datagrams between two ID probes */
+#define FIX_IOV 1024			/* rewritten iovecs per sendmmsg */
+#define FIX_TRAIL 256			/* rewritten ICRCs per sendmmsg */
 
 enum { V4, V6, NFAM };
 
@@ -58,7 +66,14 @@ struct usock {
 	uint8_t fam;			/* V4 or V6 */
 	bool wildcard;			/* source address chosen per datagram */
 	bool busy;			/* the last receive found datagrams */
+	bool conn;			/* transmit socket connected to peer */
+	bool id_known;			/* next_id is what the kernel writes */
 	uint16_t port;
+	uint16_t next_id;		/* IPv4 ID of its next datagram */
+	uint32_t hold;			/* datagrams to go before connecting */
+	uint32_t since_probe;		/* datagrams sent since an ID probe */
+	uint8_t peer[16];		/* connected: destination GID */
+	uint8_t src[16];		/* connected: source GID */
 };
 
 struct urxe_udp {
@@ -71,7 +86,15 @@ struct urxe_udp {
 	int8_t pool[URXE_UDP_TX_POOL];		/* 0 untried, 1 bound, -1 failed */
 	unsigned int nsocks;
 	unsigned int rr;			/* recv: family drained first */
+	bool connect;
+	uint32_t (*id_delta)(uint32_t len, uint16_t id);
+	int sink;				/* ID probes go there; -1: none */
+	uint16_t sink_port;
+	uint64_t probes;
 	struct usock socks[URXE_UDP_MAX_FDS];
+	/* Datagrams from connected IPv4 sockets, with their ICRCs rewritten */
+	struct iovec fix_iov[FIX_IOV];
+	uint8_t fix_trail[FIX_TRAIL][4];
 };
 
 static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -267,6 +290,9 @@ int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out)
 		return -ENOMEM;
 	u->loopback = conf->loopback;
 	u->gso = conf->gso;
+	u->connect = conf->connect;
+	u->id_delta = conf->id_delta;
+	u->sink = -1;
 	u->lo_addr = conf->lo_addr;
 	u->ifindex = conf->ifc ? conf->ifc->ifindex : 0;
 	memset(u->rx, -1, sizeof(u->rx));
@@ -295,6 +321,8 @@ void urxe_udp_close(struct urxe_udp *u)
 	if (!u)
 		return;
 	close_tail(u, 0);
+	if (u->sink >= 0)
+		close(u->sink);
 	free(u);
 }
 
@@ -417,16 +445,24 @@ uint16_t urxe_udp_sport(struct urxe_udp *u, uint16_t sport)
 			      : URXE_UDP_PORT;
 }
 
-/* The socket datagram @o leaves from, or a negative errno. */
+/*
+ * The socket datagram @o leaves from, or a negative errno: its pool
+ * socket; the receive socket when that could not be bound, or when @o
+ * must keep the ICRCs it has and the pool socket is connected.
+ */
 static int pick_sock(struct urxe_udp *u, const struct urxe_udp_out *o)
 {
 	int fam = urxe_gid_is_v4(o->dst) ? V4 : V6;
 	unsigned int k = o->sport % URXE_UDP_TX_POOL;
+	int si;
 
 	if (u->rx[fam] < 0)
 		return -EAFNOSUPPORT;
 	urxe_udp_sport(u, o->sport);
-	return u->tx[fam][k] >= 0 ? u->tx[fam][k] : u->rx[fam];
+	si = u->tx[fam][k];
+	if (si < 0 || (o->fixed_ids && u->socks[si].conn))
+		return u->rx[fam];
+	return si;
 }
 
 static socklen_t peer_addr(const struct urxe_udp *u, const uint8_t *gid,
@@ -460,12 +496,279 @@ static void cmsg_put(struct msghdr *h, int level, int type, const void *data,
 	h->msg_controllen += CMSG_SPACE(len);
 }
 
+static bool gid_unicast(const uint8_t *gid)
+{
+	return urxe_gid_is_v4(gid) ? (gid[12] & 0xf0) != 0xe0 && gid[12] != 0xff
+				   : gid[0] != 0xff;
+}
+
+static void gid_from_sa(uint8_t *gid, const union sa *a)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (a->sa.sa_family == AF_INET) {
+		memcpy(gid, mapped, 12);
+		memcpy(gid + 12, &a->in.sin_addr, 4);
+	} else {
+		memcpy(gid, &a->in6.sin6_addr, 16);
+	}
+}
+
+/* Where ID probes go: a socket of ours that drops what it gets. */
+static int sink_open(struct urxe_udp *u)
+{
+	union sa a;
+	socklen_t alen;
+	int fd;
+
+	if (u->sink >= 0)
+		return 0;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	alen = local_addr(u, V4, 0, &a);
+	if (bind(fd, &a.sa, alen) || getsockname(fd, &a.sa, &alen)) {
+		close(fd);
+		return -errno;
+	}
+	deaf(fd);
+	u->sink = fd;
+	u->sink_port = ntohs(a.in.sin_port);
+	return 0;
+}
+
+/*
+ * The IPv4 ID the kernel gives @s's next datagram, learnt by sending one
+ * to the sink with a transmit timestamp asked for: the copy the error
+ * queue returns holds the IP header as it left.  A connected socket
+ * numbers everything it sends from its own counter, whatever the
+ * destination.  Returns the ID of the probe, or a negative errno.
+ */
+static int probe_id(struct urxe_udp *u, struct usock *s)
+{
+	uint8_t buf[256], *ip;
+	union ctl ctl;
+	union sa to;
+	socklen_t alen = sizeof(to);
+	uint64_t cookie = ++u->probes;
+	uint32_t ts = SOF_TIMESTAMPING_TX_SOFTWARE;
+	struct iovec iov = { &cookie, sizeof(cookie) };
+	struct msghdr h = {
+		.msg_name = &to, .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf,
+	};
+	ssize_t n;
+	int tries;
+
+	if (getsockname(s->fd, &to.sa, &alen))
+		return -errno;
+	to.in.sin_port = htons(u->sink_port);
+	h.msg_namelen = sizeof(to.in);
+	cmsg_put(&h, SOL_SOCKET, SO_TIMESTAMPING, &ts, sizeof(ts));
+	if (sendmsg(s->fd, &h, 0) < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	/* Loopback delivery is synchronous: the copy is there already. */
+	for (tries = 0; tries < 8; tries++) {
+		struct iovec riov = { buf, sizeof(buf) };
+		struct msghdr r = {
+			.msg_iov = &riov, .msg_iovlen = 1,
+			.msg_control = ctl.buf, .msg_controllen = sizeof(ctl),
+		};
+
+		n = recvmsg(s->fd, &r, MSG_ERRQUEUE | MSG_DONTWAIT);
+		if (n < 0)
+			return -errno;
+		/* link header, IPv4 (no options), UDP, the cookie */
+		if (n < 36 || memcmp(buf + n - 8, &cookie, 8))
+			continue;
+		ip = buf + n - 36;
+		if (ip[0] != 0x45 || ip[9] != IPPROTO_UDP)
+			continue;
+		return urxe_get16(ip + 4);
+	}
+	return -EIO;
+}
+
+static void conn_close(struct usock *s, uint32_t hold)
+{
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+
+	connect(s->fd, &un, sizeof(un));
+	s->conn = false;
+	s->id_known = false;
+	s->hold = hold;
+}
+
+/*
+ * Learns @s's ID counter: two probes, one ID apart, or the kernel numbers
+ * otherwise than this file expects, and connecting is off for good.
+ */
+static int learn_id(struct urxe_udp *u, struct usock *s)
+{
+	int a, b;
+
+	a = probe_id(u, s);
+	if (a < 0)
+		return a;
+	if (s->id_known && a != s->next_id) {
+		urxe_warn("udp: IPv4 ID %d where %u was expected; transmit sockets stay unconnected from now on",
+			  a, s->next_id);
+		u->connect = false;
+		return -EPROTO;
+	}
+	b = s->id_known ? (uint16_t)(a + 1) : probe_id(u, s);
+	if (b < 0)
+		return b;
+	if (b != (uint16_t)(a + 1)) {
+		urxe_warn("udp: IPv4 IDs %d then %d from one socket; transmit sockets stay unconnected",
+			  a, b);
+		u->connect = false;
+		return -EPROTO;
+	}
+	s->next_id = (uint16_t)(b + (s->id_known ? 0 : 1));
+	s->id_known = true;
+	s->since_probe = 0;
+	return 0;
+}
+
+/* Connects pool socket @s to @o's destination, if it may. */
+static void conn_open(struct urxe_udp *u, struct usock *s,
+		      const struct urxe_udp_out *o)
+{
+	static const int sw = SOF_TIMESTAMPING_SOFTWARE;
+	union sa a;
+	socklen_t alen = peer_addr(u, o->dst, &a);
+
+	if (s->fam == V4 &&
+	    (!u->id_delta || sink_open(u) ||
+	     setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPING, &sw, sizeof(sw)))) {
+		u->connect = false;
+		urxe_dbg("udp: no ID probes here (%s); transmit sockets stay unconnected",
+			 strerror(errno));
+		return;
+	}
+	if (connect(s->fd, &a.sa, alen)) {
+		s->hold = CONN_HOLD;
+		return;
+	}
+	alen = sizeof(a);
+	if (getsockname(s->fd, &a.sa, &alen)) {
+		conn_close(s, CONN_HOLD);
+		return;
+	}
+	gid_from_sa(s->src, &a);
+	memcpy(s->peer, o->dst, 16);
+	s->conn = true;
+	s->id_known = false;
+	if (s->fam == V4 && learn_id(u, s))
+		conn_close(s, CONN_HOLD);
+}
+
+/*
+ * Ready to send @o's run from socket @s: connects a pool socket on its
+ * first unicast datagram, probes the ID counter when it is unknown or due
+ * a check.  Returns 0, or -EAGAIN (no room to probe: try later).
+ */
+static int conn_prepare(struct urxe_udp *u, struct usock *s,
+			const struct urxe_udp_out *o)
+{
+	int rc;
+
+	if (!s->conn) {
+		if (u->connect && !s->hold && s->port != URXE_UDP_PORT &&
+		    !o->fixed_ids && gid_unicast(o->dst))
+			conn_open(u, s, o);
+		return 0;
+	}
+	if (s->fam != V4 || (s->id_known && s->since_probe < ID_RECHECK))
+		return 0;
+	rc = learn_id(u, s);
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc)
+		conn_close(s, u->connect ? CONN_HOLD : UINT32_MAX);
+	return 0;
+}
+
+static void xor32_le(uint8_t *p, uint32_t v)
+{
+	p[0] ^= (uint8_t)v;
+	p[1] ^= (uint8_t)(v >> 8);
+	p[2] ^= (uint8_t)(v >> 16);
+	p[3] ^= (uint8_t)(v >> 24);
+}
+
+/*
+ * Datagram @h (from @o) leaves a connected IPv4 socket with ID @base, its
+ * segment i with base + i, while its ICRCs were computed for ID i.  Points
+ * its iovec at a copy in u->fix_iov whose pieces are the same but for each
+ * packet's last four bytes, which come from u->fix_trail with the ICRC for
+ * the real ID.  The packets stay as they were.  Returns false, changing
+ * nothing, when the copy would not fit in what is left.
+ */
+static bool fix_ids(struct urxe_udp *u, struct msghdr *h,
+		    const struct urxe_udp_out *o, uint16_t base,
+		    unsigned int *niov, unsigned int *ntrail)
+{
+	size_t total = urxe_iov_len(o->iov, o->niov), off = 0, at = 0;
+	size_t seg = o->gso_size ? o->gso_size : total;
+	unsigned int k = *niov, t = *ntrail, ii = 0, i, b;
+
+	for (i = 0; off < total; i++) {
+		size_t len = total - off < seg ? total - off : seg;
+		size_t body = len < 4 ? 0 : len - 4, take;
+
+		while (body) {
+			if (ii >= o->niov || k >= FIX_IOV)
+				return false;
+			take = o->iov[ii].iov_len - at;
+			if (take > body)
+				take = body;
+			if (take) {
+				u->fix_iov[k].iov_base =
+					(uint8_t *)o->iov[ii].iov_base + at;
+				u->fix_iov[k++].iov_len = take;
+			}
+			at += take;
+			body -= take;
+			if (at == o->iov[ii].iov_len) {
+				ii++;
+				at = 0;
+			}
+		}
+		if (t >= FIX_TRAIL || k >= FIX_IOV)
+			return false;
+		for (b = 0; b < 4 && b < len; b++) {
+			while (ii < o->niov && at == o->iov[ii].iov_len) {
+				ii++;
+				at = 0;
+			}
+			if (ii >= o->niov)
+				return false;
+			u->fix_trail[t][b] = ((uint8_t *)o->iov[ii].iov_base)[at++];
+		}
+		if (len >= 4)
+			xor32_le(u->fix_trail[t],
+				 u->id_delta((uint32_t)len,
+					     (uint16_t)((uint16_t)(base + i) ^ i)));
+		u->fix_iov[k].iov_base = u->fix_trail[t++];
+		u->fix_iov[k++].iov_len = b;
+		off += len;
+	}
+	h->msg_iov = &u->fix_iov[*niov];
+	h->msg_iovlen = k - *niov;
+	*niov = k;
+	*ntrail = t;
+	return true;
+}
+
 /* Source address (wildcard sockets only), TOS/class and TTL/hop limit. */
 static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
 		     const struct urxe_udp_out *o, struct msghdr *h)
 {
 	int tos = o->tos, ttl = o->ttl;
-	bool src = s->wildcard && o->src && urxe_gid_is_v4(o->src) == (s->fam == V4);
+	bool src = s->wildcard && o->src && urxe_gid_is_v4(o->src) == (s->fam == V4) &&
+		   !(s->conn && !memcmp(o->src, s->src, 16));
 
 	if (s->fam == V4) {
 		struct in_pktinfo pi = { 0 };
@@ -502,8 +805,11 @@ static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
 	struct msghdr *h = &m->msg_hdr;
 
 	memset(m, 0, sizeof(*m));
-	h->msg_name = name;
-	h->msg_namelen = peer_addr(u, o->dst, name);
+	/* To its peer, a connected socket skips a route lookup per send. */
+	if (!s->conn || memcmp(o->dst, s->peer, 16)) {
+		h->msg_name = name;
+		h->msg_namelen = peer_addr(u, o->dst, name);
+	}
 	/* sendmsg() only reads the iovec; msghdr just lacks the const. */
 	h->msg_iov = (struct iovec *)(uintptr_t)o->iov;
 	h->msg_iovlen = o->niov;
@@ -524,25 +830,64 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 	struct mmsghdr msg[BATCH];
 	union sa names[BATCH];
 	union ctl ctl[BATCH];
-	unsigned int done = 0, cnt;
-	int si, rc;
+	unsigned int done = 0, cnt, niov, ntrail;
+	bool retried = false, ids;
+	struct usock *s;
+	int si, rc, err;
 
 	while (done < n && done < INT32_MAX) {
 		si = pick_sock(u, &out[done]);
 		if (si < 0)
 			return done ? (int)done : si;
+		s = &u->socks[si];
+		rc = conn_prepare(u, s, &out[done]);
+		if (rc)
+			return done ? (int)done : rc;
+		ids = s->conn && s->fam == V4;
+		niov = ntrail = 0;
 		/* One sendmmsg per run of datagrams leaving one socket. */
 		for (cnt = 0; cnt < BATCH && done + cnt < n; cnt++) {
 			if (cnt && pick_sock(u, &out[done + cnt]) != si)
 				break;
-			tx_prepare(u, &u->socks[si], &out[done + cnt],
-				   &msg[cnt], &names[cnt], &ctl[cnt]);
+			tx_prepare(u, s, &out[done + cnt], &msg[cnt],
+				   &names[cnt], &ctl[cnt]);
+			if (ids && !fix_ids(u, &msg[cnt].msg_hdr, &out[done + cnt],
+					    (uint16_t)(s->next_id + cnt),
+					    &niov, &ntrail))
+				break;
 			if (sport_used)
-				sport_used[done + cnt] = u->socks[si].port;
+				sport_used[done + cnt] = s->port;
 		}
-		rc = sendmmsg(u->socks[si].fd, msg, cnt, 0);
+		if (!cnt) {
+			/* One datagram of more pieces than the copy takes. */
+			conn_close(s, CONN_HOLD);
+			continue;
+		}
+		rc = sendmmsg(s->fd, msg, cnt, 0);
+		err = rc < 0 ? errno : 0;
+		if (ids) {
+			s->next_id = (uint16_t)(s->next_id + (rc > 0 ? rc : 0));
+			s->since_probe += rc > 0 ? (uint32_t)rc : 0;
+			/* Whether the datagram that failed took an ID: unknown. */
+			if (rc < (int)cnt)
+				s->id_known = false;
+		}
+		if (!s->conn && s->hold && rc > 0)
+			s->hold = s->hold > (uint32_t)rc ? s->hold - (uint32_t)rc : 0;
+		if (rc < 0 && s->conn && !retried &&
+		    (err == ECONNREFUSED || err == EHOSTUNREACH ||
+		     err == ENETUNREACH || err == EHOSTDOWN)) {
+			/*
+			 * A connected socket reports the peer's ICMP errors
+			 * (ECONNREFUSED) on a later send, which an unconnected
+			 * one never sees: send again, unconnected.
+			 */
+			conn_close(s, CONN_HOLD);
+			retried = true;
+			continue;
+		}
 		if (rc < 0) {
-			rc = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+			rc = err == EWOULDBLOCK ? -EAGAIN : -err;
 			return done ? (int)done : rc;
 		}
 		done += (unsigned int)rc;

@@ -628,7 +628,7 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 		urxe_mcast_input(eng, &bth, oi, roce, len, paylen, meta);
 		return;
 	}
-	if (!urxe_icrc_check_rx(roce, len, meta)) {
+	if (!urxe_icrc_check_rx(roce, len, meta, &eng->icrc_ids)) {
 		urxe_count(eng, URXE_CNT_DROPPED_ICRC, 1);
 		return;
 	}

@@ -14,6 +14,7 @@
 #include <urxe/log.h>
 
 #include "hdr.h"
+#include "icrc.h"
 #include "opcode.h"
 #include "psn.h"
 
@@ -36,6 +37,7 @@ struct urxe_engine {
 	void *priv;
 	unsigned int slot;
 	union ibv_gid gid0;
+	struct urxe_icrc_ids icrc_ids;	/* IPv4 IDs solved; under lock */
 
 	/* QP table: index -> QP; under qp_lock for add/remove */
 	uint32_t live_cap;

@@ -166,16 +166,11 @@ struct id_basis {
 	int nvec;
 };
 
-struct id_seen {
-	uint32_t src;
-	uint16_t last_id;
-	bool used;
-	uint64_t last_ns;
-};
 
 static __thread struct id_basis basis_cache[4];
 static __thread unsigned int basis_next;
-static __thread struct id_seen seen[64];
+/* For callers without tables of their own (tests, tools). */
+static __thread struct urxe_icrc_ids thread_ids;
 
 /* CRC of a zero stream of @stream_len bytes with unknown bit @bit set. */
 static uint32_t crc_bit_stream(uint32_t stream_len, int bit)
@@ -234,38 +229,61 @@ static const struct id_basis *id_basis_for(uint32_t stream_len)
 	return b;
 }
 
-/* Columns of the ID part of L for one stream length, per thread. */
+/*
+ * The ID part of L for one stream length, per thread, as two tables: the
+ * ID's low byte's share and its high byte's.
+ */
 struct id_cols {
 	uint32_t len;
-	uint32_t col[16];
+	uint32_t lo[256], hi[256];
 };
 
-static __thread struct id_cols cols_cache[4];
-static __thread unsigned int cols_next;
+/*
+ * A connected transmit socket rewrites every ICRC it sends: a bulk
+ * transfer's lengths (full, last, ACK, ...) stay in the cache.
+ */
+#define COLS_CACHED 8
+
+static __thread struct id_cols cols_cache[COLS_CACHED];
+static __thread unsigned int cols_next, cols_last;
+
+static void cols_fill(struct id_cols *c, uint32_t stream_len)
+{
+	uint32_t col[16], zero = crc_bit_stream(stream_len, -1);
+	unsigned int v;
+	int j;
+
+	for (j = 0; j < 16; j++)
+		col[j] = crc_bit_stream(stream_len, j) ^ zero;
+	c->lo[0] = c->hi[0] = 0;
+	for (v = 1; v < 256; v++) {
+		j = __builtin_ctz(v);
+		c->lo[v] = c->lo[v & (v - 1)] ^ col[j];
+		c->hi[v] = c->hi[v & (v - 1)] ^ col[8 + j];
+	}
+	c->len = stream_len;
+}
 
 uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id)
 {
 	uint32_t stream_len = len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN -
-			      URXE_ICRC_LEN, d = 0, zero;
-	struct id_cols *c = NULL;
-	int k, j;
+			      URXE_ICRC_LEN;
+	struct id_cols *c = &cols_cache[cols_last % COLS_CACHED];
+	unsigned int k;
 
 	if (!id)
 		return 0;
-	for (k = 0; k < 4; k++)
-		if (cols_cache[k].len == stream_len)
-			c = &cols_cache[k];
-	if (!c) {
-		c = &cols_cache[cols_next++ % 4];
-		zero = crc_bit_stream(stream_len, -1);
-		for (j = 0; j < 16; j++)
-			c->col[j] = crc_bit_stream(stream_len, j) ^ zero;
-		c->len = stream_len;
+	if (c->len != stream_len) {
+		for (k = 0; k < COLS_CACHED && cols_cache[k].len != stream_len; k++)
+			;
+		if (k == COLS_CACHED) {
+			k = cols_next++ % COLS_CACHED;
+			cols_fill(&cols_cache[k], stream_len);
+		}
+		cols_last = k;
+		c = &cols_cache[k];
 	}
-	for (j = 0; j < 16; j++)
-		if (id & (1u << j))
-			d ^= c->col[j];
-	return d;
+	return c->lo[id & 0xff] ^ c->hi[id >> 8];
 }
 
 static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
@@ -288,35 +306,69 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
  * Linux draws IPv4 IDs from per-destination counters that also jump by a
  * random amount up to the jiffies elapsed since their last use: the
  * window grows by one per millisecond of silence from that source.  A
- * urxe peer's GSO send numbers its segments 0, 1, 2, ... (ID_GSO_SEGS at
- * most); split anywhere before us (software segmentation on a device
- * without checksum offload, a receiver without GRO), they come one by
- * one with those small IDs.
+ * urxe peer's GSO send from an unconnected socket numbers its segments 0,
+ * 1, 2, ... (ID_GSO_SEGS at most); split anywhere before us (software
+ * segmentation on a device without checksum offload, a receiver without
+ * GRO), they come one by one with those small IDs.  A connected socket
+ * (a urxe peer's transmit socket, see netdev/udp.c) numbers from its own
+ * counter, one per datagram and segment i of one at its number + i: per
+ * source port, IDs then step back by up to ID_GSO_SEGS.
  */
 #define ID_GSO_SEGS 64
 
-static bool id_plausible(uint32_t src, uint16_t id, uint64_t now_ns)
+/* Whether @id is at most @back before @s's last one, or within the window after. */
+static bool id_follows(const struct urxe_icrc_id_seen *s, uint16_t id,
+		       uint64_t now_ns, uint16_t back)
 {
-	struct id_seen *s = &seen[(src * 2654435761u) >> 26];
 	uint64_t window = ID_WINDOW;
-	bool ok;
+
+	if (now_ns > s->last_ns)
+		window += (now_ns - s->last_ns) / 1000000;
+	return (uint16_t)(id - s->last_id + back) <= window + back &&
+	       (back || id != s->last_id);
+}
+
+static void id_seen_update(struct urxe_icrc_id_seen *s, bool known,
+			   uint32_t src, uint16_t sport, uint16_t id,
+			   uint64_t now_ns)
+{
+	if (known && (uint16_t)(id - s->last_id - 1u) >= 0x8000)
+		return;			/* not newer */
+	s->used = true;
+	s->src = src;
+	s->sport = sport;
+	s->last_id = id;
+	s->last_ns = now_ns;
+}
+
+static struct urxe_icrc_id_seen *flow_entry(struct urxe_icrc_ids *t,
+					     uint32_t src, uint16_t sport)
+{
+	return &t->flow[((src ^ sport * 0x9e3779b1u) * 2654435761u) >>
+			(32 - URXE_ICRC_ID_SEEN_BITS)];
+}
+
+/*
+ * Whether solved ID @id from @src:@sport is plausible: the first of its
+ * flow, or one that follows the flow's last or the source's.
+ */
+static bool id_plausible(struct urxe_icrc_ids *t, uint32_t src,
+			 uint16_t sport, uint16_t id, uint64_t now_ns)
+{
+	struct urxe_icrc_id_seen *s =
+		&t->src[(src * 2654435761u) >> (32 - URXE_ICRC_ID_SEEN_BITS)];
+	struct urxe_icrc_id_seen *f = flow_entry(t, src, sport);
+	bool s_known = s->used && s->src == src;
+	bool f_known = f->used && f->src == src && f->sport == sport;
 
 	if (id < ID_GSO_SEGS)
 		return true;
-	if (!s->used || s->src != src) {
-		ok = true;		/* first packet from this source */
-	} else {
-		if (now_ns > s->last_ns)
-			window += (now_ns - s->last_ns) / 1000000;
-		ok = (uint16_t)(id - s->last_id) - 1u < window;
-	}
-	if (ok) {
-		s->used = true;
-		s->src = src;
-		s->last_id = id;
-		s->last_ns = now_ns;
-	}
-	return ok;
+	if (f_known && !id_follows(f, id, now_ns, ID_GSO_SEGS) &&
+	    !(s_known && id_follows(s, id, now_ns, 0)))
+		return false;
+	id_seen_update(f, f_known, src, sport, id, now_ns);
+	id_seen_update(s, s_known, src, 0, id, now_ns);
+	return true;
 }
 
 /*
@@ -325,8 +377,10 @@ static bool id_plausible(uint32_t src, uint16_t id, uint64_t now_ns)
  * (*id 0), 2 for a match with a solved ID in *id (DF set), 0 otherwise.
  */
 static int rx_match(const uint8_t *roce, uint32_t len,
-		    const struct urxe_rx_meta *meta, uint16_t *id)
+		    const struct urxe_rx_meta *meta, uint16_t pred,
+		    uint16_t *id)
 {
+	uint16_t first = (uint16_t)(meta->ip_id_hint + pred);
 	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
 	uint32_t want = urxe_icrc_load(roce + len - URXE_ICRC_LEN), bits, got;
 	size_t ip_len = 0, took, covered = len - URXE_ICRC_LEN;
@@ -339,7 +393,7 @@ static int rx_match(const uint8_t *roce, uint32_t len,
 	} else {
 		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
 					      meta->sport, meta->dport, len,
-					      meta->ip_id_hint, true);
+					      first, true);
 		took = urxe_icrc_begin_n(&c, ph, ip_len, ph + ip_len, roce,
 					 covered);
 	}
@@ -347,34 +401,62 @@ static int rx_match(const uint8_t *roce, uint32_t len,
 		urxe_icrc_update(&c, roce + took, covered - took);
 	got = urxe_icrc_end(&c);
 	if (got == want) {
-		/* exact, or IPv4 with the hinted ID and DF: urxe peers */
-		*id = ip_len == IPV4_MIN_HDR_LEN ? meta->ip_id_hint : 0;
+		/* exact, or IPv4 with the ID tried first and DF: urxe peers */
+		*id = ip_len == IPV4_MIN_HDR_LEN ? first : 0;
 		return 1;
 	}
 	if (meta->ip_hdr_known || ip_len != IPV4_MIN_HDR_LEN)
 		return 0;
+	if (pred && (got ^ urxe_icrc_ipv4_id_delta(len, (uint16_t)(first ^
+			meta->ip_id_hint))) == want) {
+		*id = meta->ip_id_hint;		/* an unconnected sender's */
+		return 1;
+	}
 	/* got assumed DF set: the solution's DF bit must come out clear. */
 	if (!id_solve(len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN - URXE_ICRC_LEN,
 		      got ^ want, &bits) || (bits & (1u << 16)))
 		return 0;	/* no solution, or DF clear: not RoCE as sent */
-	*id = (uint16_t)(bits ^ meta->ip_id_hint);
+	*id = (uint16_t)(bits ^ first);
 	return 2;
 }
 
+/*
+ * A connected urxe sender numbers its datagrams one by one (segment i of
+ * one: its number + i), so the ID of the next from a flow is known: tried
+ * first, it makes the check exact again.  @t's flow entry keeps the number
+ * of the last datagram seen, segment 0's ID.
+ */
 bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
-			const struct urxe_rx_meta *meta)
+			const struct urxe_rx_meta *meta,
+			struct urxe_icrc_ids *ids)
 {
-	uint16_t id;
+	struct urxe_icrc_ids *t = ids ? ids : &thread_ids;
+	struct urxe_icrc_id_seen *f = NULL;
+	uint32_t src = 0;
+	uint16_t id, pred = 0;
+	int m;
 
-	switch (rx_match(roce, len, meta, &id)) {
-	case 1:
-		return true;
-	case 2:
-		return id_plausible(urxe_get32(meta->sgid.raw + 12), id,
-				    meta->now_ns);
-	default:
-		return false;
+	if (!meta->ip_hdr_known && urxe_gid_is_v4(meta->sgid.raw)) {
+		src = urxe_get32(meta->sgid.raw + 12);
+		f = flow_entry(t, src, meta->sport);
+		if (f->used && f->has_base && f->src == src &&
+		    f->sport == meta->sport)
+			pred = (uint16_t)(f->base + !meta->ip_id_hint);
 	}
+	m = rx_match(roce, len, meta, pred, &id);
+	if (!m || (m == 2 && !id_plausible(t, src, meta->sport, id,
+					   meta->now_ns)))
+		return false;
+	if (f && (pred || m == 2)) {
+		id_seen_update(f, f->used && f->src == src &&
+				  f->sport == meta->sport,
+			       src, meta->sport, id, meta->now_ns);
+		if (!meta->ip_id_hint) {
+			f->base = id;
+			f->has_base = id != 0;
+		}
+	}
+	return true;
 }
 
 bool urxe_icrc_check_rx_exact(const uint8_t *roce, uint32_t len,
@@ -382,11 +464,11 @@ bool urxe_icrc_check_rx_exact(const uint8_t *roce, uint32_t len,
 {
 	uint16_t id;
 
-	return rx_match(roce, len, meta, &id) == 1;
+	return rx_match(roce, len, meta, 0, &id) == 1;
 }
 
 bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
 			  const struct urxe_rx_meta *meta, uint16_t *ip_id)
 {
-	return rx_match(roce, len, meta, ip_id) != 0;
+	return rx_match(roce, len, meta, 0, ip_id) != 0;
 }

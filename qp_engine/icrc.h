@@ -74,14 +74,34 @@ size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
 uint32_t urxe_icrc_tx(const uint8_t *src, const uint8_t *dst, uint16_t sport,
 		      const uint8_t *roce, uint32_t roce_len_without_icrc);
 
+/* What a receiver remembers of the IPv4 IDs it solved, per source. */
+#define URXE_ICRC_ID_SEEN_BITS 6
+
+struct urxe_icrc_id_seen {
+	uint32_t src;
+	uint16_t sport;			/* flow entries only */
+	uint16_t last_id;
+	uint16_t base;			/* flow: its last datagram's ID */
+	bool used;
+	bool has_base;
+	uint64_t last_ns;
+};
+
+struct urxe_icrc_ids {
+	struct urxe_icrc_id_seen src[1u << URXE_ICRC_ID_SEEN_BITS];
+	struct urxe_icrc_id_seen flow[1u << URXE_ICRC_ID_SEEN_BITS];
+};
+
 struct urxe_rx_meta;
 /*
  * Checks the ICRC of a received packet (@roce = BTH .. ICRC).  With the IP
  * header at hand (packet backend) the check is exact; from a UDP socket the
- * IPv4 ID is unknown and is solved for (see icrc.c).
+ * IPv4 ID is unknown and is solved for, or predicted (see icrc.c), with
+ * @ids (the caller's, serialized by it; NULL: the thread's own).
  */
 bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
-			const struct urxe_rx_meta *meta);
+			const struct urxe_rx_meta *meta,
+			struct urxe_icrc_ids *ids);
 /*
  * The same without solving for an IPv4 ID: as sent by a urxe peer (ID 0
  * or the hint) or not at all.  For guessing which header a packet had,

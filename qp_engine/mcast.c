@@ -157,7 +157,7 @@ static bool find_group(struct urxe_engine *eng, const uint8_t *roce,
 	unsigned int i;
 
 	if (is_mcast_gid(&m->dgid))
-		return urxe_icrc_check_rx(roce, len, m);
+		return urxe_icrc_check_rx(roce, len, m, &eng->icrc_ids);
 	for (i = 0; i < eng->nmc; i++) {
 		m->dgid = eng->mc[i].gid;
 		if (urxe_icrc_check_rx_exact(roce, len, m))

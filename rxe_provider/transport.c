@@ -93,6 +93,7 @@ static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
 	 */
 	o->ttl = 0;
 	o->gso_size = 0;
+	o->fixed_ids = false;
 	o->iov = iov;
 	o->niov = niov;
 }
@@ -380,8 +381,10 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		for (i = 0; i < k; i++)
 			out_from_pkt(&out[i], &pkts[0], pkts[0].iov,
 				     pkts[0].niov);
-		for (i = 0; i < k; i++)
+		for (i = 0; i < k; i++) {
 			out[i].dst = mdst[i].raw;
+			out[i].fixed_ids = true;
+		}
 	} else if (dev->faults) {
 		k = urxe_dev_faults_apply(dev, pkts, n, faulted);
 		for (i = 0; i < k; i++)
@@ -611,6 +614,13 @@ static int bind_locked(struct urxe_dev *dev)
 	 */
 	dev->gso = !(gso && !strcmp(gso, "0")) && !dev->faults;
 	conf.gso = dev->gso;
+	/*
+	 * Connected transmit sockets number their IPv4 IDs from a counter;
+	 * a capture writes each packet's header with the ID the engine's
+	 * ICRC assumed: with one, they stay unconnected.
+	 */
+	conf.connect = !dev->cap;
+	conf.id_delta = urxe_icrc_ipv4_id_delta;
 	rc = urxe_udp_open(&conf, &dev->udp);
 	if (rc)
 		goto err_rx;

@@ -206,14 +206,14 @@ START_TEST(icrc_rx_solves_ipv4_id)
 		meta.sport = urxe_get16(udp);
 		meta.dport = urxe_get16(udp + 2);
 		ck_assert_uint_ne(urxe_get16(ip + 4), 0);	/* real IDs */
-		ck_assert_msg(urxe_icrc_check_rx(roce, len, &meta),
+		ck_assert_msg(urxe_icrc_check_rx(roce, len, &meta, NULL),
 			      "frame %u rejected", n);
 		ck_assert_uint_le(len, sizeof(copy));
 		memcpy(copy, roce, len);
 		copy[len / 2] ^= 0x10;
-		ck_assert(!urxe_icrc_check_rx(copy, len, &meta));
+		ck_assert(!urxe_icrc_check_rx(copy, len, &meta, NULL));
 		meta.dgid.raw[15] ^= 1;
-		ck_assert(!urxe_icrc_check_rx(roce, len, &meta));
+		ck_assert(!urxe_icrc_check_rx(roce, len, &meta, NULL));
 		n++;
 	}
 	pcap_close(p);
@@ -256,7 +256,7 @@ START_TEST(icrc_ipv4_id_delta)
 		ck_assert_uint_eq(i0 ^ urxe_icrc_ipv4_id_delta(len, id), want);
 		urxe_icrc_store(pkt + len - 4, want);
 		meta.ip_id_hint = id;
-		ck_assert(urxe_icrc_check_rx(pkt, len, &meta));
+		ck_assert(urxe_icrc_check_rx(pkt, len, &meta, NULL));
 		ck_assert(urxe_icrc_rx_ipv4_id(pkt, len, &meta, &got));
 		ck_assert_uint_eq(got, id);
 		/* Solved without the hint, too: the same ID comes out. */
@@ -267,6 +267,92 @@ START_TEST(icrc_ipv4_id_delta)
 		meta.ip_id_hint = (uint16_t)(id + 1);
 		ck_assert(urxe_icrc_rx_ipv4_id(pkt, len, &meta, &got));
 		ck_assert_uint_eq(got, id);
+	}
+}
+END_TEST
+
+/*
+ * A connected urxe sender's IDs: a flow's counter, one per datagram,
+ * segment i of a GRO datagram at its number + i.  The receiver with its
+ * own tables accepts them all - two flows of one source with counters far
+ * apart, interleaved - and predicts each but the first of a flow (a
+ * corrupted copy fails either way); an ID far from where its flow and its
+ * source were is refused, and so is a replay of an old one; the delta for
+ * ID x is the XOR of its bits' columns (byte tables agree with bit by bit).
+ */
+static void make_pkt(uint8_t *pkt, uint32_t len, uint16_t sport, uint16_t id,
+		     uint32_t seed)
+{
+	static const uint8_t src[16] = { [10] = 0xff, 0xff, 198, 18, 0, 7 };
+	static const uint8_t dst[16] = { [10] = 0xff, 0xff, 198, 18, 0, 8 };
+	uint32_t k;
+
+	for (k = 0; k < len - 4; k++)
+		pkt[k] = (uint8_t)(k * 11 + seed);
+	urxe_icrc_store(pkt + len - 4,
+			urxe_icrc_tx(src, dst, sport, pkt, len - 4) ^
+				urxe_icrc_ipv4_id_delta(len, id));
+}
+
+START_TEST(icrc_rx_connected_counters)
+{
+	static struct urxe_icrc_ids ids;
+	struct urxe_rx_meta meta;
+	uint8_t pkt[64], bad[64];
+	uint16_t base[2] = { 40000, 9000 }, sport[2] = { 0xc001, 0xc002 };
+	unsigned int r, f, i, bit;
+	uint32_t d;
+
+	memset(&meta, 0, sizeof(meta));
+	meta.sgid.raw[10] = meta.sgid.raw[11] = 0xff;
+	meta.sgid.raw[12] = 198, meta.sgid.raw[13] = 18, meta.sgid.raw[15] = 7;
+	meta.dgid.raw[10] = meta.dgid.raw[11] = 0xff;
+	meta.dgid.raw[12] = 198, meta.dgid.raw[13] = 18, meta.dgid.raw[15] = 8;
+	meta.dport = 4791;
+	for (r = 0; r < 50; r++) {
+		for (f = 0; f < 2; f++) {
+			meta.sport = sport[f];
+			/* datagram number base+r: segments 0 and 1 (GRO) */
+			for (i = 0; i < 2; i++) {
+				make_pkt(pkt, sizeof(pkt), sport[f],
+					 (uint16_t)(base[f] + r + i), r * 2 + i);
+				meta.ip_id_hint = (uint16_t)i;
+				meta.now_ns = r * 1000;
+				memcpy(bad, pkt, sizeof(pkt));
+				bad[20] ^= 4;
+				ck_assert(!urxe_icrc_check_rx(bad, sizeof(bad),
+							      &meta, &ids));
+				ck_assert_msg(urxe_icrc_check_rx(pkt, sizeof(pkt),
+								 &meta, &ids),
+					      "flow %u datagram %u segment %u",
+					      f, r, i);
+				if (r || i)
+					ck_assert(urxe_icrc_check_rx_exact(pkt,
+						sizeof(pkt), &(struct urxe_rx_meta){
+						.sgid = meta.sgid, .dgid = meta.dgid,
+						.sport = meta.sport, .dport = 4791,
+						.ip_id_hint = (uint16_t)(base[f] + r + i) }));
+			}
+		}
+	}
+	/* Far ahead of both the flow and its source, within one second. */
+	meta.sport = sport[0];
+	meta.ip_id_hint = 0;
+	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] + 20000), 1);
+	ck_assert(!urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
+	/* Back where the flow was long ago: a replay. */
+	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] - 200), 2);
+	ck_assert(!urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
+	/* Where it is: taken. */
+	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] + 50), 3);
+	ck_assert(urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
+
+	for (i = 1; i < 65536; i += 97) {
+		d = 0;
+		for (bit = 0; bit < 16; bit++)
+			if (i & (1u << bit))
+				d ^= urxe_icrc_ipv4_id_delta(64, (uint16_t)(1u << bit));
+		ck_assert_uint_eq(urxe_icrc_ipv4_id_delta(64, (uint16_t)i), d);
 	}
 }
 END_TEST
@@ -354,6 +440,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, icrc_begin_n_is_begin_then_update);
 	tcase_add_test(tc, icrc_rx_solves_ipv4_id);
 	tcase_add_test(tc, icrc_ipv4_id_delta);
+	tcase_add_test(tc, icrc_rx_connected_counters);
 	suite_add_tcase(s, tc);
 	return s;
 }
