@@ -577,7 +577,7 @@ static int probe_id(struct urxe_udp *u, struct usock *s)
 
 		n = recvmsg(s->fd, &r, MSG_ERRQUEUE | MSG_DONTWAIT);
 		if (n < 0)
-			return -errno;
+			return -EIO;	/* no copy: this path gives none */
 		/* link header, IPv4 (no options), UDP, the cookie */
 		if (n < 36 || memcmp(buf + n - 8, &cookie, 8))
 			continue;
@@ -589,14 +589,26 @@ static int probe_id(struct urxe_udp *u, struct usock *s)
 	return -EIO;
 }
 
-static void conn_close(struct usock *s, uint32_t hold)
+/*
+ * Disconnects @s after error @err: a peer's ICMP error (it may come back)
+ * or a full buffer holds it unconnected for a while; any other failure to
+ * learn its IDs, for good, and every socket of the instance with it.
+ */
+static void conn_close(struct urxe_udp *u, struct usock *s, int err)
 {
 	struct sockaddr un = { .sa_family = AF_UNSPEC };
 
 	connect(s->fd, &un, sizeof(un));
 	s->conn = false;
 	s->id_known = false;
-	s->hold = hold;
+	s->hold = CONN_HOLD;
+	if (err == -ECONNREFUSED || err == -EHOSTUNREACH ||
+	    err == -ENETUNREACH || err == -EHOSTDOWN || err == -EAGAIN)
+		return;
+	if (u->connect)
+		urxe_dbg("udp: transmit sockets stay unconnected: %s",
+			 strerror(-err));
+	u->connect = false;
 }
 
 /*
@@ -638,6 +650,7 @@ static void conn_open(struct urxe_udp *u, struct usock *s,
 	static const int sw = SOF_TIMESTAMPING_SOFTWARE;
 	union sa a;
 	socklen_t alen = peer_addr(u, o->dst, &a);
+	int rc;
 
 	if (s->fam == V4 &&
 	    (!u->id_delta || sink_open(u) ||
@@ -653,15 +666,16 @@ static void conn_open(struct urxe_udp *u, struct usock *s,
 	}
 	alen = sizeof(a);
 	if (getsockname(s->fd, &a.sa, &alen)) {
-		conn_close(s, CONN_HOLD);
+		conn_close(u, s, -errno);
 		return;
 	}
 	gid_from_sa(s->src, &a);
 	memcpy(s->peer, o->dst, 16);
 	s->conn = true;
 	s->id_known = false;
-	if (s->fam == V4 && learn_id(u, s))
-		conn_close(s, CONN_HOLD);
+	rc = s->fam == V4 ? learn_id(u, s) : 0;
+	if (rc)
+		conn_close(u, s, rc);
 }
 
 /*
@@ -686,7 +700,7 @@ static int conn_prepare(struct urxe_udp *u, struct usock *s,
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc)
-		conn_close(s, u->connect ? CONN_HOLD : UINT32_MAX);
+		conn_close(u, s, rc);
 	return 0;
 }
 
@@ -860,7 +874,7 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 		}
 		if (!cnt) {
 			/* One datagram of more pieces than the copy takes. */
-			conn_close(s, CONN_HOLD);
+			conn_close(u, s, -E2BIG);
 			continue;
 		}
 		rc = sendmmsg(s->fd, msg, cnt, 0);
@@ -882,7 +896,7 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 			 * (ECONNREFUSED) on a later send, which an unconnected
 			 * one never sees: send again, unconnected.
 			 */
-			conn_close(s, CONN_HOLD);
+			conn_close(u, s, -err);
 			retried = true;
 			continue;
 		}
