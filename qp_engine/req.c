@@ -173,6 +173,19 @@ static bool more_posted(struct urxe_eqp *qp)
 	       !is_local_op(urxe_wq_slot(&qp->sq, next));
 }
 
+/*
+ * Whether the WQE after the current one is a READ or an atomic: it waits
+ * for every earlier packet's acknowledgement when it needs the budget's
+ * whole room (a loopback READ asks for a window's worth).
+ */
+static bool rd_atomic_next(struct urxe_eqp *qp)
+{
+	uint32_t next = qp->sq_next + 1;
+
+	return next != atomic_load_explicit(&qp->sq.prod, memory_order_acquire) &&
+	       is_rd_atomic(urxe_wq_slot(&qp->sq, next));
+}
+
 static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 {
 	struct urxe_engine *eng = qp->eng;
@@ -201,10 +214,17 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	every = eng->window < 2 * URXE_ACK_EVERY ? eng->window : URXE_ACK_EVERY;
 	/*
 	 * ... and on the packet that fills the engine's budget: the QP may
-	 * then wait for room, and the room comes back with ACKs.
+	 * then wait for room, and the room comes back with ACKs.  Likewise
+	 * at the end of a message a READ or an atomic follows, and on the
+	 * last packet a rewind resends: what the QP then waits for must be
+	 * asked for, or a responder answers nothing (its resends included).
 	 */
+	if (qp->resending && !urxe_psn_before(bth.psn, qp->resend_end))
+		qp->resending = false;
 	bth.ackreq = urxe_qp_reliable(qp) &&
-		     ((last && !more_posted(qp)) ||
+		     ((last && (!more_posted(qp) || rd_atomic_next(qp))) ||
+		      (qp->resending &&
+		       urxe_psn_add(bth.psn, 1) == qp->resend_end) ||
 		      qp->unacked_pkts >= (every ? every : 1) ||
 		      urxe_psn_diff(urxe_psn_add(qp->psn, 1), qp->acked_psn) >=
 		      (int32_t)eng->window ||
@@ -432,6 +452,10 @@ void urxe_req_run(struct urxe_eqp *qp)
 void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
 {
 	uint32_t mtu = urxe_qp_mtu(qp), i;
+
+	if (!qp->resending || urxe_psn_before(qp->resend_end, qp->psn))
+		qp->resend_end = qp->psn;
+	qp->resending = urxe_psn_before(psn, qp->resend_end);
 
 	qp->rd_outstanding = 0;
 	qp->resp_pkts = 0;

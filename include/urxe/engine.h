@@ -335,6 +335,8 @@ struct urxe_eqp {
 	uint32_t psn;			/* next PSN to send */
 	uint32_t rd_outstanding;	/* READs/atomics in flight */
 	uint32_t unacked_pkts;		/* since the last AckReq */
+	uint32_t resend_end;		/* after a rewind: the PSN it left */
+	bool resending;			/* ... and it is not there yet */
 	uint32_t resp_pkts;		/* READ response packets awaited */
 	/*
 	 * The engine's budget of packets in flight is shared by its QPs as

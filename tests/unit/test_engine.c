@@ -222,6 +222,70 @@ START_TEST(rc_budget_shared)
 }
 END_TEST
 
+/*
+ * A budget smaller than a READ's asks (50 packets, as stock socket buffers
+ * give an unprivileged process; a READ or an atomic on loopback asks for
+ * the whole window, so it waits until nothing is in flight): a WRITE, a
+ * READ, a SEND of 15 packets, then an atomic, all posted at once.  The
+ * SEND's packets after its 8th must be acknowledged for the atomic to go:
+ * its last packet asks for that ACK, since an atomic follows - without,
+ * nothing answered them, nor their resends, which asked for nothing
+ * either, and the SEND failed with retries exceeded.
+ */
+START_TEST(rc_budget_atomic_behind_send)
+{
+	uint64_t *tgt = (uint64_t *)(void *)(nodes[1].buf + 8192), v;
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+	int i;
+
+	urxe_engine_set_budget(nodes[0].eng, 50);
+	urxe_engine_set_budget(nodes[1].eng, 50);
+	*tgt = 41;
+	wire_fill(nodes[0].buf + 100000, 15 * 1024, 4);
+	wire_fill(nodes[0].buf + 120000, 5 * 1024, 5);
+	wire_fill(nodes[1].buf + 200000, 6 * 1024, 6);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE, 120000, 5 * 1024);
+	w->remote_addr = nodes[1].mem.iova + 400000;
+	w->rkey = nodes[1].mem.rkey;
+	w->wr_id = 699;
+	post(&nodes[0]);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_READ, 50000, 6 * 1024);
+	w->remote_addr = nodes[1].mem.iova + 200000;
+	w->rkey = nodes[1].mem.rkey;
+	w->wr_id = 700;
+	post(&nodes[0]);
+	post_recv(&nodes[1], 9, 300000, 15 * 1024);
+	w = new_wqe(&nodes[0], IBV_WR_SEND, 100000, 15 * 1024);
+	w->wr_id = 701;
+	post(&nodes[0]);
+	w = new_wqe(&nodes[0], IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8);
+	w->remote_addr = nodes[1].mem.iova + 8192;
+	w->rkey = nodes[1].mem.rkey;
+	w->compare_add = 1;
+	w->wr_id = 702;
+	post(&nodes[0]);
+	for (i = 0; i < 3; i++) {
+		pump();
+		fake_now += 20000000;	/* timers: resends, if it came to that */
+	}
+	for (i = 0; i < 4; i++) {
+		wc = poll_one(&nodes[0]);
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, 699u + (unsigned int)i);
+	}
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 15 * 1024);
+	memcpy(&v, nodes[0].buf, 8);
+	ck_assert_uint_eq(v, 41);
+	ck_assert_uint_eq(*tgt, 42);
+	ck_assert(!memcmp(nodes[1].buf + 300000, nodes[0].buf + 100000, 15 * 1024));
+	ck_assert(!memcmp(nodes[1].buf + 400000, nodes[0].buf + 120000, 5 * 1024));
+	ck_assert(!memcmp(nodes[0].buf + 50000, nodes[1].buf + 200000, 6 * 1024));
+}
+END_TEST
+
 static const uint32_t sizes[] = { 0, 1, 1024, 1025, 4096, 65536, 200000 };
 
 START_TEST(rc_send_sizes)
@@ -1018,6 +1082,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_random_loss_both_ways);
 	tcase_add_test(tc, rc_many_messages);
 	tcase_add_test(tc, rc_budget_shared);
+	tcase_add_test(tc, rc_budget_atomic_behind_send);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("srq");
