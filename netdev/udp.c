@@ -95,6 +95,8 @@ struct urxe_udp {
 	/* Datagrams from connected IPv4 sockets, with their ICRCs rewritten */
 	struct iovec fix_iov[FIX_IOV];
 	uint8_t fix_trail[FIX_TRAIL][4];
+	struct { uint8_t *at; uint32_t d; } patch[FIX_TRAIL];
+	unsigned int npatch;
 };
 
 static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -713,6 +715,64 @@ static void xor32_le(uint8_t *p, uint32_t v)
 }
 
 /*
+ * Datagram @o leaves a connected IPv4 socket with ID @base (segment i:
+ * base + i) while its ICRCs were computed for ID i: rewrites them where
+ * they lie, each packet's last four bytes, and notes what it did in
+ * u->patch for fix_undo() once the datagram has left (the packets are the
+ * caller's, and stay as they were).  Returns 1; 0, changing nothing, when
+ * a packet's last four bytes are split across pieces (fix_ids() copies
+ * them); -1 when one was already rewritten for another datagram of this
+ * send (the same packet twice): it must wait for the next.
+ */
+static int fix_in_place(struct urxe_udp *u, const struct urxe_udp_out *o,
+			uint16_t base)
+{
+	size_t total = urxe_iov_len(o->iov, o->niov), pos = 0, end, len;
+	size_t seg = o->gso_size ? o->gso_size : total;
+	unsigned int k = 0, i, j, first = u->npatch;
+	int ret = 0;
+	uint8_t *at;
+
+	for (i = 0, end = 0; end < total; i++) {
+		len = total - end < seg ? total - end : seg;
+		end += len;
+		while (k < o->niov && pos + o->iov[k].iov_len < end)
+			pos += o->iov[k++].iov_len;
+		if (len < 4 || k == o->niov || end - 4 < pos ||
+		    u->npatch == FIX_TRAIL)
+			goto undo;
+		at = (uint8_t *)o->iov[k].iov_base + (end - 4 - pos);
+		for (j = 0; j < first; j++)
+			if (u->patch[j].at == at)
+				ret = -1;
+		if (ret)
+			goto undo;
+		u->patch[u->npatch].at = at;
+		u->patch[u->npatch].d =
+			u->id_delta((uint32_t)len,
+				    (uint16_t)((uint16_t)(base + i) ^ i));
+		xor32_le(at, u->patch[u->npatch++].d);
+	}
+	return 1;
+
+undo:
+	while (u->npatch > first) {
+		u->npatch--;
+		xor32_le(u->patch[u->npatch].at, u->patch[u->npatch].d);
+	}
+	return ret;
+}
+
+/* Puts back what fix_in_place() rewrote. */
+static void fix_undo(struct urxe_udp *u)
+{
+	while (u->npatch) {
+		u->npatch--;
+		xor32_le(u->patch[u->npatch].at, u->patch[u->npatch].d);
+	}
+}
+
+/*
  * Datagram @h (from @o) leaves a connected IPv4 socket with ID @base, its
  * segment i with base + i, while its ICRCs were computed for ID i.  Points
  * its iovec at a copy in u->fix_iov whose pieces are the same but for each
@@ -865,20 +925,34 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 				break;
 			tx_prepare(u, s, &out[done + cnt], &msg[cnt],
 				   &names[cnt], &ctl[cnt]);
-			if (ids && !fix_ids(u, &msg[cnt].msg_hdr, &out[done + cnt],
-					    (uint16_t)(s->next_id + cnt),
-					    &niov, &ntrail))
-				break;
+			if (ids) {
+				uint16_t base = (uint16_t)(s->next_id + cnt);
+				int r = fix_in_place(u, &out[done + cnt], base);
+
+				if (r < 0 || (!r && !fix_ids(u, &msg[cnt].msg_hdr,
+							   &out[done + cnt], base,
+							   &niov, &ntrail)))
+					break;
+			}
 			if (sport_used)
 				sport_used[done + cnt] = s->port;
 		}
 		if (!cnt) {
 			/* One datagram of more pieces than the copy takes. */
+			fix_undo(u);
 			conn_close(u, s, -E2BIG);
 			continue;
 		}
-		rc = sendmmsg(s->fd, msg, cnt, 0);
+		/* One datagram: sendmsg() spares sendmmsg()'s loop. */
+		if (cnt == 1) {
+			ssize_t r = sendmsg(s->fd, &msg[0].msg_hdr, 0);
+
+			rc = r >= 0 ? 1 : -1;
+		} else {
+			rc = sendmmsg(s->fd, msg, cnt, 0);
+		}
 		err = rc < 0 ? errno : 0;
+		fix_undo(u);
 		if (ids) {
 			s->next_id = (uint16_t)(s->next_id + (rc > 0 ? rc : 0));
 			s->since_probe += rc > 0 ? (uint32_t)rc : 0;

@@ -864,6 +864,7 @@ START_TEST(connected_ids)
 	struct sockaddr_in peer;
 	socklen_t alen = sizeof(peer);
 	uint16_t used[8], id0 = 0, wid;
+	bool seen2 = false;
 	uint32_t len[8] = { 120, 80, 81, 82, 200, 200, 150, 90 }, seq, d;
 	int i, k, rc = -EADDRINUSE, cap, fd;
 	size_t n;
@@ -884,15 +885,26 @@ START_TEST(connected_ids)
 	for (i = 0; i < 8; i++) {
 		fill(pkt[i], len[i], 0x7000u + (uint32_t)i);
 		memcpy(orig[i], pkt[i], len[i]);
-		/* two pieces, the ICRC's four bytes split 2 + 2 */
-		iov[i][0] = (struct iovec){ pkt[i], len[i] - 2 };
-		iov[i][1] = (struct iovec){ pkt[i] + len[i] - 2, 2 };
+		/*
+		 * 0-3: two pieces, the ICRC whole in the second (rewritten
+		 * in place, then put back); 4-7: the ICRC's four bytes split
+		 * 2 + 2 (rewritten in a copy)
+		 */
+		iov[i][0] = (struct iovec){ pkt[i], len[i] - (i < 4 ? 10 : 2) };
+		iov[i][1] = (struct iovec){ pkt[i] + iov[i][0].iov_len,
+					    i < 4 ? 10 : 2 };
 		o[i] = (struct urxe_udp_out){ .dst = gb, .src = ga, .sport = 1,
 					      .iov = iov[i], .niov = 2 };
 	}
-	/* 0: alone; 1-3: one sendmmsg; 4-6: one GSO datagram; 7: fixed */
+	/*
+	 * 0: alone; 1-3: one sendmmsg, where 2 goes twice (its second copy
+	 * waits for a sendmmsg of its own); 4-6: one GSO datagram; 7: fixed
+	 */
 	ck_assert_int_eq(urxe_udp_send(ca, &o[0], 1, &used[0]), 1);
-	ck_assert_int_eq(urxe_udp_send(ca, &o[1], 3, &used[1]), 3);
+	struct urxe_udp_out twice[4] = { o[1], o[2], o[2], o[3] };
+
+	ck_assert_int_eq(urxe_udp_send(ca, twice, 4, NULL), 4);
+	used[1] = used[0];
 	struct iovec giov[6] = { iov[4][0], iov[4][1], iov[5][0], iov[5][1],
 				 iov[6][0], iov[6][1] };
 	struct urxe_udp_out g = o[4];
@@ -915,8 +927,8 @@ START_TEST(connected_ids)
 	ck_assert_uint_eq(ntohs(peer.sin_port), URXE_UDP_PORT);
 	ck_assert_mem_eq(&peer.sin_addr, gb + 12, 4);
 
-	ck_assert_int_eq(recv_wait(cb, 6, 2000), 6);
-	for (k = 0; k < 6; k++) {
+	ck_assert_int_eq(recv_wait(cb, 7, 2000), 7);
+	for (k = 0; k < 7; k++) {
 		const uint8_t *b = rx[k].buf;
 		uint32_t l = rx[k].len;
 
@@ -927,7 +939,7 @@ START_TEST(connected_ids)
 				ck_assert_mem_eq(b, orig[i], len[i] - 4);
 				d = le32(b + len[i] - 4) ^ le32(orig[i] + len[i] - 4);
 				ck_assert_uint_eq(d, fake_delta(len[i],
-					(uint16_t)((uint16_t)(id0 + 4 + i - 4) ^
+					(uint16_t)((uint16_t)(id0 + 5 + i - 4) ^
 						   (i - 4))));
 			}
 			continue;
@@ -944,7 +956,10 @@ START_TEST(connected_ids)
 		}
 		if (i == 0)
 			id0 = delta_id(d);
-		ck_assert_uint_eq(d, fake_delta(l, (uint16_t)(id0 + i)));
+		/* 2's second copy, then 3, come one ID later */
+		wid = (uint16_t)(id0 + i + (i == 3 || (i == 2 && seen2)));
+		seen2 |= i == 2;
+		ck_assert_uint_eq(d, fake_delta(l, wid));
 		ck_assert_uint_eq(rx[k].sport, URXE_UDP_SPORT_BASE + 1);
 	}
 	/* What the wire carried: the IDs the ICRCs were made for. */
@@ -954,7 +969,7 @@ START_TEST(connected_ids)
 		n = capture_find(cap, 0x7000u + (uint32_t)i, wire, sizeof(wire));
 		ck_assert_uint_gt(n, 20);
 		wid = (uint16_t)(wire[4] << 8 | wire[5]);
-		ck_assert_uint_eq(wid, i == 7 ? 0 : (uint16_t)(id0 + i));
+		ck_assert_uint_eq(wid, i == 7 ? 0 : (uint16_t)(id0 + i + (i >= 3)));
 		ck_assert((wire[6] & 0x40) != 0);	/* DF */
 	}
 	if (cap < 0)
