@@ -151,6 +151,31 @@ static bool intact(const uint8_t *buf, size_t len, uint32_t *seq)
 	return !memcmp(want, buf, len);
 }
 
+/*
+ * Two instances configured by @c on the first free loopback addresses of
+ * the slots from @base on (other suites may hold some), with their GIDs.
+ */
+static void open_pair(struct urxe_udp_conf *c, unsigned int base,
+		      struct urxe_udp **a, uint8_t *gid_a,
+		      struct urxe_udp **b, uint8_t *gid_b)
+{
+	unsigned int i;
+	int rc = -EADDRINUSE;
+
+	for (i = 0; i < 200 && rc == -EADDRINUSE; i++) {
+		c->lo_addr = urxe_slot_loopback_addr(base + i);
+		rc = urxe_udp_open(c, a);
+	}
+	ck_assert_int_eq(rc, 0);
+	gid_v4(gid_a, c->lo_addr);
+	for (rc = -EADDRINUSE; i < 400 && rc == -EADDRINUSE; i++) {
+		c->lo_addr = urxe_slot_loopback_addr(base + i);
+		rc = urxe_udp_open(c, b);
+	}
+	ck_assert_int_eq(rc, 0);
+	gid_v4(gid_b, c->lo_addr);
+}
+
 static void setup(void)
 {
 	ck_assert_int_eq(open_lo(&pa, 1), 0);
@@ -866,21 +891,10 @@ START_TEST(connected_ids)
 	uint16_t used[8], id0 = 0, wid;
 	bool seen2 = false;
 	uint32_t len[8] = { 120, 80, 81, 82, 200, 200, 150, 90 }, seq, d;
-	int i, k, rc = -EADDRINUSE, cap, fd;
+	int i, k, cap, fd;
 	size_t n;
 
-	for (i = 0; i < 200 && rc == -EADDRINUSE; i++) {
-		c.lo_addr = urxe_slot_loopback_addr(500 + (unsigned int)i);
-		rc = urxe_udp_open(&c, &ca);
-	}
-	ck_assert_int_eq(rc, 0);
-	gid_v4(ga, c.lo_addr);
-	for (rc = -EADDRINUSE; i < 400 && rc == -EADDRINUSE; i++) {
-		c.lo_addr = urxe_slot_loopback_addr(500 + (unsigned int)i);
-		rc = urxe_udp_open(&c, &cb);
-	}
-	ck_assert_int_eq(rc, 0);
-	gid_v4(gb, c.lo_addr);
+	open_pair(&c, 500, &ca, ga, &cb, gb);
 	cap = capture_open((int)if_nametoindex("lo"));
 	for (i = 0; i < 8; i++) {
 		fill(pkt[i], len[i], 0x7000u + (uint32_t)i);
@@ -1006,21 +1020,10 @@ START_TEST(gso_gro)
 	};
 	uint8_t gid_a[16], gid_b[16], *p;
 	struct urxe_udp_in in;
-	int fds[URXE_UDP_MAX_FDS], i, rc = -EADDRINUSE, got = 0;
+	int fds[URXE_UDP_MAX_FDS], i, got = 0;
 	int64_t end;
 
-	for (i = 0; i < 200 && rc == -EADDRINUSE; i++) {
-		c.lo_addr = urxe_slot_loopback_addr(300 + (unsigned int)i);
-		rc = urxe_udp_open(&c, &ga);
-	}
-	ck_assert_int_eq(rc, 0);
-	gid_v4(gid_a, c.lo_addr);
-	for (rc = -EADDRINUSE; i < 400 && rc == -EADDRINUSE; i++) {
-		c.lo_addr = urxe_slot_loopback_addr(300 + (unsigned int)i);
-		rc = urxe_udp_open(&c, &gb);
-	}
-	ck_assert_int_eq(rc, 0);
-	gid_v4(gid_b, c.lo_addr);
+	open_pair(&c, 300, &ga, gid_a, &gb, gid_b);
 	ck_assert_uint_eq(urxe_udp_sport(ga, 1), URXE_UDP_SPORT_BASE + 1);
 	urxe_udp_fds(ga, fds);
 	ck_assert_int_eq(get_int(fds[1], SOL_SOCKET, SO_NO_CHECK), 0);
