@@ -86,6 +86,15 @@ env_for() {
 	esac
 }
 
+# snapshot NAME: a failed program's counters, taken at once: the next
+# program may take over its slot (t_vm_interop shows them).
+snapshot() {
+	local rc=$RC
+
+	capture "$1.stats" urxe_cli stats --all --qp
+	RC=$rc
+}
+
 # run NAME ARGS...: one program as the user; its status in NAME.rc.
 run() {
 	local name=$1
@@ -94,7 +103,7 @@ run() {
 	capture "$name" "${RUNNER[@]}" "${ENV[@]}" "$@"
 	echo "$RC" >"$WORK/out/$name.rc"
 	printf '[host] %s: exit %d\n' "$name" "$RC"
-	[ "$RC" -eq 0 ] || STATUS=1
+	[ "$RC" -eq 0 ] || { STATUS=1; snapshot "$name"; }
 }
 
 # run_bg NAME ARGS...: run in the background (BG_PID); run_end NAME PID
@@ -109,7 +118,7 @@ run_end() {
 	reap "$2"
 	echo "$RC" >"$WORK/out/$1.rc"
 	printf '[host] %s: exit %d\n' "$1" "$RC"
-	[ "$RC" -eq 0 ] || STATUS=1
+	[ "$RC" -eq 0 ] || { STATUS=1; snapshot "$1"; }
 }
 
 # client NAME SECONDS ARGS...: run, again while the server is not there
@@ -130,7 +139,7 @@ client() {
 	done
 	echo "$RC" >"$WORK/out/$name.rc"
 	printf '[host] %s: exit %d after %d attempt(s)\n' "$name" "$RC" "$n"
-	[ "$RC" -eq 0 ] || STATUS=1
+	[ "$RC" -eq 0 ] || { STATUS=1; snapshot "$name"; }
 }
 
 case ${1:-} in
