@@ -230,11 +230,6 @@ static void mcast_mac(const uint8_t *gid, uint8_t *mac)
 	}
 }
 
-bool urxe_nexthop_gid_is_mcast(const uint8_t *gid)
-{
-	return urxe_gid_is_v4(gid) ? (gid[12] & 0xf0) == 0xe0 : gid[0] == 0xff;
-}
-
 static int resolve(struct urxe_packet *p, const uint8_t *gid, uint8_t *mac)
 {
 	char name[INET6_ADDRSTRLEN];
@@ -290,7 +285,7 @@ int urxe_nexthop_dest_mac(struct urxe_packet *p, const uint8_t *gid,
 		memset(mac, 0, 6);
 		return 0;
 	}
-	if (urxe_nexthop_gid_is_mcast(gid)) {
+	if (urxe_gid_is_mcast(gid)) {
 		mcast_mac(gid, mac);
 		return 0;
 	}

@@ -259,7 +259,7 @@ int urxe_packet_mcast(struct urxe_packet *p, const uint8_t *gid, bool join)
 	bool v4 = urxe_gid_is_v4(gid);
 	int *fd = &p->mc[v4 ? 0 : 1];
 
-	if (!urxe_nexthop_gid_is_mcast(gid))
+	if (!urxe_gid_is_mcast(gid))
 		return -EINVAL;
 	if (p->loopback)
 		return 0;
@@ -474,7 +474,7 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		 * packet, QPN 0xFFFFFF) is that slot's, not ours.
 		 */
 		if (k && p->loopback && urxe_gid_is_v4(in[got].dst) &&
-		    !urxe_nexthop_gid_is_mcast(in[got].dst) &&
+		    !urxe_gid_is_mcast(in[got].dst) &&
 		    memcmp(in[got].dst + 12, &p->lo_addr, 4))
 			k = 0;		/* its segments: one destination */
 		got += k;

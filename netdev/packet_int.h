@@ -66,8 +66,6 @@ struct urxe_packet {
 
 /* ---- the next hop (nexthop.c) ---- */
 
-/* Whether @gid is a multicast address (IPv4 224/4 or IPv6 ff00::/8). */
-bool urxe_nexthop_gid_is_mcast(const uint8_t *gid);
 /* The destination MAC of a frame to @gid: 0, or -errno (cached too). */
 int urxe_nexthop_dest_mac(struct urxe_packet *p, const uint8_t *gid,
 			  uint8_t *mac);

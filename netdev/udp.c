@@ -10,8 +10,9 @@
  * ID 0 (and DF), which the ICRC covers — and ID i on segment i of a GSO
  * send.  A connected transmit socket (conf->connect) writes the IDs of a
  * per-socket counter instead, one per datagram (segment i: that + i):
- * learnt from a probe when it connects, see learn_id().  With GSO (conf->gso) IPv4 UDP checksums are real — the kernel
- * refuses GSO with SO_NO_CHECK; on lo and veth they are offloaded, so
+ * learnt from a probe when it connects, see learn_id().  With GSO
+ * (conf->gso) IPv4 UDP checksums are real — the kernel refuses GSO with
+ * SO_NO_CHECK; on lo and veth they are offloaded, so
  * free — and receive sockets ask for GRO: a burst of equal-sized
  * datagrams arrives as one, with its segment size (urxe_udp_in.gso_size).
  * Without it IPv4 sends checksum 0 (SO_NO_CHECK) like kernel rxe.
@@ -98,8 +99,6 @@ struct urxe_udp {
 	struct { uint8_t *at; uint32_t d; } patch[FIX_TRAIL];
 	unsigned int npatch;
 };
-
-static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
 
 static int set_int(int fd, int level, int name, int val)
 {
@@ -498,22 +497,19 @@ static void cmsg_put(struct msghdr *h, int level, int type, const void *data,
 	h->msg_controllen += CMSG_SPACE(len);
 }
 
+/* Neither multicast nor IPv4 broadcast (255.x): a peer to connect to. */
 static bool gid_unicast(const uint8_t *gid)
 {
-	return urxe_gid_is_v4(gid) ? (gid[12] & 0xf0) != 0xe0 && gid[12] != 0xff
-				   : gid[0] != 0xff;
+	return !urxe_gid_is_mcast(gid) &&
+	       !(urxe_gid_is_v4(gid) && gid[12] == 0xff);
 }
 
 static void gid_from_sa(uint8_t *gid, const union sa *a)
 {
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-
-	if (a->sa.sa_family == AF_INET) {
-		memcpy(gid, mapped, 12);
-		memcpy(gid + 12, &a->in.sin_addr, 4);
-	} else {
+	if (a->sa.sa_family == AF_INET)
+		urxe_gid_from_v4(gid, &a->in.sin_addr);
+	else
 		memcpy(gid, &a->in6.sin6_addr, 16);
-	}
 }
 
 /* Where ID probes go: a socket of ours that drops what it gets. */
@@ -591,6 +587,13 @@ static int probe_id(struct urxe_udp *u, struct usock *s)
 	return -EIO;
 }
 
+/* A peer's ICMP error, which only a connected socket hears (@err > 0). */
+static bool icmp_err(int err)
+{
+	return err == ECONNREFUSED || err == EHOSTUNREACH ||
+	       err == ENETUNREACH || err == EHOSTDOWN;
+}
+
 /*
  * Disconnects @s after error @err: a peer's ICMP error (it may come back)
  * or a full buffer holds it unconnected for a while; any other failure to
@@ -604,8 +607,7 @@ static void conn_close(struct urxe_udp *u, struct usock *s, int err)
 	s->conn = false;
 	s->id_known = false;
 	s->hold = CONN_HOLD;
-	if (err == -ECONNREFUSED || err == -EHOSTUNREACH ||
-	    err == -ENETUNREACH || err == -EHOSTDOWN || err == -EAGAIN)
+	if (icmp_err(-err) || err == -EAGAIN)
 		return;
 	if (u->connect)
 		urxe_dbg("udp: transmit sockets stay unconnected: %s",
@@ -706,12 +708,13 @@ static int conn_prepare(struct urxe_udp *u, struct usock *s,
 	return 0;
 }
 
-static void xor32_le(uint8_t *p, uint32_t v)
+/* Puts back what fix_in_place() rewrote, down to u->patch[@keep]. */
+static void fix_undo(struct urxe_udp *u, unsigned int keep)
 {
-	p[0] ^= (uint8_t)v;
-	p[1] ^= (uint8_t)(v >> 8);
-	p[2] ^= (uint8_t)(v >> 16);
-	p[3] ^= (uint8_t)(v >> 24);
+	while (u->npatch > keep) {
+		u->npatch--;
+		urxe_xor_le32(u->patch[u->npatch].at, u->patch[u->npatch].d);
+	}
 }
 
 /*
@@ -751,25 +754,13 @@ static int fix_in_place(struct urxe_udp *u, const struct urxe_udp_out *o,
 		u->patch[u->npatch].d =
 			u->id_delta((uint32_t)len,
 				    (uint16_t)((uint16_t)(base + i) ^ i));
-		xor32_le(at, u->patch[u->npatch++].d);
+		urxe_xor_le32(at, u->patch[u->npatch++].d);
 	}
 	return 1;
 
 undo:
-	while (u->npatch > first) {
-		u->npatch--;
-		xor32_le(u->patch[u->npatch].at, u->patch[u->npatch].d);
-	}
+	fix_undo(u, first);
 	return ret;
-}
-
-/* Puts back what fix_in_place() rewrote. */
-static void fix_undo(struct urxe_udp *u)
-{
-	while (u->npatch) {
-		u->npatch--;
-		xor32_le(u->patch[u->npatch].at, u->patch[u->npatch].d);
-	}
 }
 
 /*
@@ -822,7 +813,7 @@ static bool fix_ids(struct urxe_udp *u, struct msghdr *h,
 			u->fix_trail[t][b] = ((uint8_t *)o->iov[ii].iov_base)[at++];
 		}
 		if (len >= 4)
-			xor32_le(u->fix_trail[t],
+			urxe_xor_le32(u->fix_trail[t],
 				 u->id_delta((uint32_t)len,
 					     (uint16_t)((uint16_t)(base + i) ^ i)));
 		u->fix_iov[k].iov_base = u->fix_trail[t++];
@@ -939,7 +930,6 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 		}
 		if (!cnt) {
 			/* One datagram of more pieces than the copy takes. */
-			fix_undo(u);
 			conn_close(u, s, -E2BIG);
 			continue;
 		}
@@ -952,7 +942,7 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 			rc = sendmmsg(s->fd, msg, cnt, 0);
 		}
 		err = rc < 0 ? errno : 0;
-		fix_undo(u);
+		fix_undo(u, 0);
 		if (ids) {
 			s->next_id = (uint16_t)(s->next_id + (rc > 0 ? rc : 0));
 			s->since_probe += rc > 0 ? (uint32_t)rc : 0;
@@ -962,9 +952,7 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 		}
 		if (!s->conn && s->hold && rc > 0)
 			s->hold = s->hold > (uint32_t)rc ? s->hold - (uint32_t)rc : 0;
-		if (rc < 0 && s->conn && !retried &&
-		    (err == ECONNREFUSED || err == EHOSTUNREACH ||
-		     err == ENETUNREACH || err == EHOSTDOWN)) {
+		if (rc < 0 && s->conn && !retried && icmp_err(err)) {
 			/*
 			 * A connected socket reports the peer's ICMP errors
 			 * (ECONNREFUSED) on a later send, which an unconnected
@@ -999,12 +987,6 @@ static void rx_prepare(struct mmsghdr *m, struct iovec *iov, union sa *name,
 	m->msg_hdr.msg_controllen = sizeof(ctl->buf);
 }
 
-static void gid_from_v4(uint8_t *gid, const void *a)
-{
-	memcpy(gid, v4_mapped, sizeof(v4_mapped));
-	memcpy(gid + 12, a, 4);
-}
-
 static int cmsg_int(const struct cmsghdr *c)
 {
 	int v = 0;
@@ -1023,7 +1005,7 @@ static void rx_cmsg(struct cmsghdr *c, struct urxe_udp_in *in)
 #define KEY(level, type) ((level) << 16 | (type))
 	switch (key) {
 	case KEY(IPPROTO_IP, IP_PKTINFO):	/* ipi_addr: the header's */
-		gid_from_v4(in->dst, CMSG_DATA(c) +
+		urxe_gid_from_v4(in->dst, CMSG_DATA(c) +
 			    offsetof(struct in_pktinfo, ipi_addr));
 		break;
 	case KEY(IPPROTO_IPV6, IPV6_PKTINFO):
@@ -1052,7 +1034,7 @@ static void rx_finish(const struct urxe_udp *u, const struct usock *s,
 
 	memset(in->src, 0, sizeof(in->src));
 	if (u->loopback)
-		gid_from_v4(in->dst, &u->lo_addr);
+		urxe_gid_from_v4(in->dst, &u->lo_addr);
 	else
 		memset(in->dst, 0, sizeof(in->dst));
 	in->len = m->msg_len < in->cap ? m->msg_len : in->cap;
@@ -1061,13 +1043,9 @@ static void rx_finish(const struct urxe_udp *u, const struct usock *s,
 	in->tos = 0;
 	in->ttl = 0;
 	in->gso_size = 0;
-	if (a->sa.sa_family == AF_INET) {
-		gid_from_v4(in->src, &a->in.sin_addr);
-		in->sport = ntohs(a->in.sin_port);
-	} else {
-		memcpy(in->src, &a->in6.sin6_addr, 16);
-		in->sport = ntohs(a->in6.sin6_port);
-	}
+	gid_from_sa(in->src, a);
+	in->sport = ntohs(a->sa.sa_family == AF_INET ? a->in.sin_port
+						     : a->in6.sin6_port);
 	for (c = CMSG_FIRSTHDR(&m->msg_hdr); c; c = CMSG_NXTHDR(&m->msg_hdr, c))
 		rx_cmsg(c, in);
 }

@@ -245,14 +245,9 @@ static void gso_fix_icrcs(const struct urxe_udp_out *o, const struct seg *segs,
 	for (i = 1; i < nseg; i++) {
 		const struct iovec *last = &o->iov[segs[i].iov0 + segs[i].niov - 1];
 		uint8_t *icrc = (uint8_t *)last->iov_base + last->iov_len - 4;
-		uint32_t v = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 |
-			     (uint32_t)icrc[2] << 16 | (uint32_t)icrc[3] << 24;
 
-		v ^= urxe_icrc_ipv4_id_delta(segs[i].len, (uint16_t)i);
-		icrc[0] = (uint8_t)v;
-		icrc[1] = (uint8_t)(v >> 8);
-		icrc[2] = (uint8_t)(v >> 16);
-		icrc[3] = (uint8_t)(v >> 24);
+		urxe_xor_le32(icrc, urxe_icrc_ipv4_id_delta(segs[i].len,
+							    (uint16_t)i));
 	}
 }
 

@@ -37,6 +37,21 @@ static inline void urxe_gid_from_v4(uint8_t *gid, const void *addr)
 	memcpy(gid + 12, addr, 4);
 }
 
+/* Is @gid a multicast address (IPv4 224.0.0.0/4, IPv6 ff00::/8)? */
+static inline bool urxe_gid_is_mcast(const uint8_t *gid)
+{
+	return urxe_gid_is_v4(gid) ? (gid[12] & 0xf0) == 0xe0 : gid[0] == 0xff;
+}
+
+/* XORs @v into the little-endian 32-bit field at @p (an ICRC). */
+static inline void urxe_xor_le32(uint8_t *p, uint32_t v)
+{
+	p[0] ^= (uint8_t)v;
+	p[1] ^= (uint8_t)(v >> 8);
+	p[2] ^= (uint8_t)(v >> 16);
+	p[3] ^= (uint8_t)(v >> 24);
+}
+
 /* Big-endian (network order) fields, read and written with shifts. */
 static inline uint16_t urxe_get16(const uint8_t *p)
 {
