@@ -166,7 +166,6 @@ struct id_basis {
 	int nvec;
 };
 
-
 static __thread struct id_basis basis_cache[4];
 static __thread unsigned int basis_next;
 /* For callers without tables of their own (tests, tools). */
@@ -341,6 +340,13 @@ static void id_seen_update(struct urxe_icrc_id_seen *s, bool known,
 	s->last_ns = now_ns;
 }
 
+/* Whether @s is @src:@sport's entry (@sport 0: a source entry). */
+static bool seen_is(const struct urxe_icrc_id_seen *s, uint32_t src,
+		    uint16_t sport)
+{
+	return s->used && s->src == src && s->sport == sport;
+}
+
 static struct urxe_icrc_id_seen *flow_entry(struct urxe_icrc_ids *t,
 					     uint32_t src, uint16_t sport)
 {
@@ -349,24 +355,23 @@ static struct urxe_icrc_id_seen *flow_entry(struct urxe_icrc_ids *t,
 }
 
 /*
- * Whether solved ID @id from @src:@sport is plausible: the first of its
- * flow, or one that follows the flow's last or the source's.
+ * Whether solved ID @id from @src:@sport (flow entry @f) is plausible:
+ * the first of its flow, or one that follows the flow's last or the
+ * source's.  Notes it in the source's entry; the caller, in @f.
  */
-static bool id_plausible(struct urxe_icrc_ids *t, uint32_t src,
+static bool id_plausible(struct urxe_icrc_ids *t,
+			 const struct urxe_icrc_id_seen *f, uint32_t src,
 			 uint16_t sport, uint16_t id, uint64_t now_ns)
 {
 	struct urxe_icrc_id_seen *s =
 		&t->src[(src * 2654435761u) >> (32 - URXE_ICRC_ID_SEEN_BITS)];
-	struct urxe_icrc_id_seen *f = flow_entry(t, src, sport);
-	bool s_known = s->used && s->src == src;
-	bool f_known = f->used && f->src == src && f->sport == sport;
+	bool s_known = seen_is(s, src, 0);
 
 	if (id < ID_GSO_SEGS)
 		return true;
-	if (f_known && !id_follows(f, id, now_ns, ID_GSO_SEGS) &&
+	if (seen_is(f, src, sport) && !id_follows(f, id, now_ns, ID_GSO_SEGS) &&
 	    !(s_known && id_follows(s, id, now_ns, 0)))
 		return false;
-	id_seen_update(f, f_known, src, sport, id, now_ns);
 	id_seen_update(s, s_known, src, 0, id, now_ns);
 	return true;
 }
@@ -439,18 +444,16 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 	if (!meta->ip_hdr_known && urxe_gid_is_v4(meta->sgid.raw)) {
 		src = urxe_get32(meta->sgid.raw + 12);
 		f = flow_entry(t, src, meta->sport);
-		if (f->used && f->has_base && f->src == src &&
-		    f->sport == meta->sport)
+		if (f->has_base && seen_is(f, src, meta->sport))
 			pred = (uint16_t)(f->base + !meta->ip_id_hint);
 	}
 	m = rx_match(roce, len, meta, pred, &id);
-	if (!m || (m == 2 && !id_plausible(t, src, meta->sport, id,
+	if (!m || (m == 2 && !id_plausible(t, f, src, meta->sport, id,
 					   meta->now_ns)))
 		return false;
 	if (f && (pred || m == 2)) {
-		id_seen_update(f, f->used && f->src == src &&
-				  f->sport == meta->sport,
-			       src, meta->sport, id, meta->now_ns);
+		id_seen_update(f, seen_is(f, src, meta->sport), src,
+			       meta->sport, id, meta->now_ns);
 		if (!meta->ip_id_hint) {
 			f->base = id;
 			f->has_base = id != 0;
