@@ -160,32 +160,25 @@ static bool is_local_op(const struct urxe_send_wqe *wqe)
 	return wqe->opcode == IBV_WR_BIND_MW || wqe->opcode == IBV_WR_LOCAL_INV;
 }
 
+/*
+ * Whether the end of the message being sent (at sq_next) should ask for
+ * an ACK: nothing that sends is posted behind it (a local operation next,
+ * a bind, sends nothing to ask for it), or a READ or an atomic is — it
+ * waits for every earlier packet's acknowledgement when it needs the
+ * budget's whole room (a loopback READ asks for a window's worth).
+ */
+static bool ack_at_end(struct urxe_eqp *qp)
+{
+	uint32_t next = qp->sq_next + 1;
+	const struct urxe_send_wqe *w;
+
+	if (next == atomic_load_explicit(&qp->sq.prod, memory_order_acquire))
+		return true;
+	w = urxe_wq_slot(&qp->sq, next);
+	return is_local_op(w) || is_rd_atomic(w);
+}
+
 /* One packet of a SEND or WRITE; returns 0 or -EACCES (local key). */
-/*
- * Are WQEs posted behind the one being sent (at sq_next) that will send?
- * A local operation next (a bind) sends nothing to ask for the ACK.
- */
-static bool more_posted(struct urxe_eqp *qp)
-{
-	uint32_t next = qp->sq_next + 1;
-
-	return next != atomic_load_explicit(&qp->sq.prod, memory_order_acquire) &&
-	       !is_local_op(urxe_wq_slot(&qp->sq, next));
-}
-
-/*
- * Whether the WQE after the current one is a READ or an atomic: it waits
- * for every earlier packet's acknowledgement when it needs the budget's
- * whole room (a loopback READ asks for a window's worth).
- */
-static bool rd_atomic_next(struct urxe_eqp *qp)
-{
-	uint32_t next = qp->sq_next + 1;
-
-	return next != atomic_load_explicit(&qp->sq.prod, memory_order_acquire) &&
-	       is_rd_atomic(urxe_wq_slot(&qp->sq, next));
-}
-
 static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 {
 	struct urxe_engine *eng = qp->eng;
@@ -222,7 +215,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	if (qp->resending && !urxe_psn_before(bth.psn, qp->resend_end))
 		qp->resending = false;
 	bth.ackreq = urxe_qp_reliable(qp) &&
-		     ((last && (!more_posted(qp) || rd_atomic_next(qp))) ||
+		     ((last && ack_at_end(qp)) ||
 		      (qp->resending &&
 		       urxe_psn_add(bth.psn, 1) == qp->resend_end) ||
 		      qp->unacked_pkts >= (every ? every : 1) ||
