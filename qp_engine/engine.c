@@ -54,8 +54,8 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	urxe_qpstats_publish(eng);
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->qp_lock, NULL);
-	pthread_mutex_init(&eng->key_lock, NULL);
-	pthread_mutex_init(&eng->list_lock, NULL);
+	pthread_spin_init(&eng->key_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&eng->list_lock, PTHREAD_PROCESS_PRIVATE);
 	atomic_init(&eng->work, false);
 	*out = eng;
 	return 0;
@@ -76,8 +76,8 @@ void urxe_engine_destroy(struct urxe_engine *eng)
 					 (unsigned long long)atomic_load(&eng->cnt[i]));
 	pthread_mutex_destroy(&eng->lock);
 	pthread_mutex_destroy(&eng->qp_lock);
-	pthread_mutex_destroy(&eng->key_lock);
-	pthread_mutex_destroy(&eng->list_lock);
+	pthread_spin_destroy(&eng->key_lock);
+	pthread_spin_destroy(&eng->list_lock);
 	free(eng->tx_buf);
 	free(eng->live);
 	free(eng->mc);
@@ -118,7 +118,7 @@ int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem)
 {
 	uint32_t i, idx;
 
-	pthread_mutex_lock(&eng->key_lock);
+	pthread_spin_lock(&eng->key_lock);
 	for (i = 0; i < URXE_KEY_SLOTS - 1; i++) {
 		idx = eng->key_next;
 		eng->key_next = eng->key_next + 1 < URXE_KEY_SLOTS ?
@@ -127,7 +127,7 @@ int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem)
 			break;
 	}
 	if (i == URXE_KEY_SLOTS - 1) {
-		pthread_mutex_unlock(&eng->key_lock);
+		pthread_spin_unlock(&eng->key_lock);
 		return -ENOMEM;
 	}
 	/* The tag byte makes a reused index a different key. */
@@ -136,7 +136,7 @@ int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem)
 	mem->rkey = mem->lkey;
 	atomic_store(&mem->refs, 1);
 	eng->keys[idx] = mem;
-	pthread_mutex_unlock(&eng->key_lock);
+	pthread_spin_unlock(&eng->key_lock);
 	return (int)idx;
 }
 
@@ -144,14 +144,14 @@ int urxe_engine_mem_remove(struct urxe_engine *eng, struct urxe_mem *mem)
 {
 	uint32_t idx = mem->lkey >> 8;
 
-	pthread_mutex_lock(&eng->key_lock);
+	pthread_spin_lock(&eng->key_lock);
 	if (atomic_load(&mem->refs) > 1) {
-		pthread_mutex_unlock(&eng->key_lock);
+		pthread_spin_unlock(&eng->key_lock);
 		return -EBUSY;
 	}
 	if (idx < URXE_KEY_SLOTS && eng->keys[idx] == mem)
 		eng->keys[idx] = NULL;
-	pthread_mutex_unlock(&eng->key_lock);
+	pthread_spin_unlock(&eng->key_lock);
 	return 0;
 }
 
@@ -163,14 +163,14 @@ struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
 
 	if (idx == 0 || idx >= URXE_KEY_SLOTS)
 		return NULL;
-	pthread_mutex_lock(&eng->key_lock);
+	pthread_spin_lock(&eng->key_lock);
 	m = eng->keys[idx];
 	/* A memory window has no local key (IBA 10.6.7). */
 	if (m && (remote ? m->rkey == key : m->lkey == key && !m->mw_type))
 		atomic_fetch_add(&m->refs, 1);
 	else
 		m = NULL;
-	pthread_mutex_unlock(&eng->key_lock);
+	pthread_spin_unlock(&eng->key_lock);
 	return m;
 }
 
@@ -379,7 +379,7 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 	window_update(eng);
 	urxe_qpstats_publish(eng);
 	pthread_mutex_unlock(&eng->qp_lock);
-	pthread_mutex_lock(&eng->list_lock);
+	pthread_spin_lock(&eng->list_lock);
 	for (pp = &eng->pending; *pp; pp = &(*pp)->pending_next) {
 		if (*pp == qp) {
 			__atomic_store_n(pp, qp->pending_next,
@@ -388,7 +388,7 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 		}
 	}
 	qp->on_list = false;
-	pthread_mutex_unlock(&eng->list_lock);
+	pthread_spin_unlock(&eng->list_lock);
 	urxe_mcast_qp_gone(eng, qp);
 	if (qp->type == IBV_QPT_XRC_RECV) {
 		/* The WQE a TGT QP holds goes back to its owner as flushed. */
@@ -415,13 +415,13 @@ void urxe_qp_schedule(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
 
-	pthread_mutex_lock(&eng->list_lock);
+	pthread_spin_lock(&eng->list_lock);
 	if (!qp->on_list) {
 		qp->on_list = true;
 		qp->pending_next = eng->pending;
 		__atomic_store_n(&eng->pending, qp, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&eng->list_lock);
+	pthread_spin_unlock(&eng->list_lock);
 	atomic_store(&eng->work, true);
 }
 
@@ -667,7 +667,7 @@ static struct urxe_eqp *pop_pending(struct urxe_engine *eng)
 	/* The idle (busy-polling) path: no lock for an empty list. */
 	if (!__atomic_load_n(&eng->pending, __ATOMIC_ACQUIRE))
 		return NULL;
-	pthread_mutex_lock(&eng->list_lock);
+	pthread_spin_lock(&eng->list_lock);
 	qp = eng->pending;
 	if (qp) {
 		__atomic_store_n(&eng->pending, qp->pending_next,
@@ -675,7 +675,7 @@ static struct urxe_eqp *pop_pending(struct urxe_engine *eng)
 		qp->pending_next = NULL;
 		qp->on_list = false;
 	}
-	pthread_mutex_unlock(&eng->list_lock);
+	pthread_spin_unlock(&eng->list_lock);
 	return qp;
 }
 

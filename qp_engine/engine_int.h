@@ -37,7 +37,7 @@ struct urxe_engine {
 	void *priv;
 	unsigned int slot;
 	union ibv_gid gid0;
-	struct urxe_icrc_ids icrc_ids;	/* IPv4 IDs solved; under lock */
+	struct urxe_icrc_ids icrc_ids;	/* IDs solved, header CRCs; under lock */
 
 	/* QP table: index -> QP; under qp_lock for add/remove */
 	uint32_t live_cap;
@@ -55,7 +55,7 @@ struct urxe_engine {
 	uint32_t xsrq_stride;
 
 	/* key table */
-	pthread_mutex_t key_lock;
+	pthread_spinlock_t key_lock;	/* a few instructions held */
 	struct urxe_mem **keys;
 	uint32_t key_next;
 	uint8_t key_tag;
@@ -75,7 +75,7 @@ struct urxe_engine {
 	atomic_bool timer_moved;	/* the engine thread must re-arm */
 
 	/* QPs with send work or ACKs to send */
-	pthread_mutex_t list_lock;
+	pthread_spinlock_t list_lock;	/* a few instructions held */
 	struct urxe_eqp *pending;
 
 	/* outgoing packet batch: packets are assembled in tx_buf */

@@ -128,19 +128,86 @@ size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
 	return ip_len;
 }
 
-uint32_t urxe_icrc_tx(const uint8_t *src, const uint8_t *dst, uint16_t sport,
-		      const uint8_t *roce, uint32_t len)
+/* The CRC of a packet from its IP and UDP headers and RoCE bytes. */
+static uint32_t hdrs_crc(const uint8_t *ip, size_t ip_len, const uint8_t *udp,
+			 const uint8_t *roce, size_t len)
 {
-	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
 	struct urxe_icrc c;
-	size_t ip_len, took;
+	size_t took;
 
-	ip_len = urxe_icrc_pseudo_hdr(ph, src, dst, sport, URXE_ROCE_UDP_PORT,
-				      len + URXE_ICRC_LEN, 0, true);
-	took = urxe_icrc_begin_n(&c, ph, ip_len, ph + ip_len, roce, len);
+	took = urxe_icrc_begin_n(&c, ip, ip_len, udp, roce, len);
 	if (len > took)
 		urxe_icrc_update(&c, roce + took, len - took);
 	return urxe_icrc_end(&c);
+}
+
+/*
+ * The CRC of an IPv4 packet's LRH ones, IP header (ID 0, DF set) and UDP
+ * header, from @t's cache: one flow's packets of one length all have it.
+ */
+static uint32_t pfx_crc(struct urxe_icrc_ids *t, const uint8_t *src,
+			const uint8_t *dst, uint16_t sport, uint16_t dport,
+			uint32_t roce_len)
+{
+	uint8_t ph[IPV4_MIN_HDR_LEN + UDP_HDR_LEN];
+	uint32_t s, d, ports = (uint32_t)sport << 16 | dport;
+	struct urxe_icrc_pfx *e;
+
+	memcpy(&s, src + 12, 4);
+	memcpy(&d, dst + 12, 4);
+	e = &t->pfx[((s ^ d * 0x9e3779b1u ^ ports ^ roce_len) * 2654435761u) >>
+		    (32 - URXE_ICRC_PFX_BITS)];
+	if (e->len == roce_len && e->src == s && e->dst == d &&
+	    e->ports == ports)
+		return e->crc;
+	urxe_icrc_pseudo_hdr(ph, src, dst, sport, dport, roce_len, 0, true);
+	ph[1] = 0xff;				/* TOS */
+	ph[8] = 0xff;				/* TTL */
+	ph[10] = ph[11] = 0xff;			/* header checksum */
+	ph[IPV4_MIN_HDR_LEN + 6] = ph[IPV4_MIN_HDR_LEN + 7] = 0xff;
+	e->crc = crc32_gzip_refl(URXE_ICRC_LRH_ONES, ph, sizeof(ph));
+	e->src = s;
+	e->dst = d;
+	e->ports = ports;
+	e->len = roce_len;
+	return e->crc;
+}
+
+/* From @crc on over @len RoCE bytes (BTH first, its byte 4 as ones). */
+static uint32_t roce_crc(uint32_t crc, const uint8_t *roce, size_t len)
+{
+	uint8_t buf[URXE_BTH_LEN + BEGIN_MORE];
+	size_t n = len <= sizeof(buf) ? len : URXE_BTH_LEN;
+
+	memcpy(buf, roce, n);
+	buf[4] = 0xff;				/* FECN, BECN, reserved */
+	crc = crc32_gzip_refl(crc, buf, n);
+	if (len > n)
+		crc = crc32_gzip_refl(crc, roce + n, len - n);
+	return crc;
+}
+
+/* Whether the ICRC of a packet from @src to @dst can use pfx_crc(). */
+static bool pfx_ok(const struct urxe_icrc_ids *t, const uint8_t *src,
+		   const uint8_t *dst)
+{
+	return t && urxe_gid_is_v4(src) && urxe_gid_is_v4(dst);
+}
+
+uint32_t urxe_icrc_tx(struct urxe_icrc_ids *t, const uint8_t *src,
+		      const uint8_t *dst, uint16_t sport, const uint8_t *roce,
+		      uint32_t len)
+{
+	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
+	size_t ip_len;
+
+	if (pfx_ok(t, src, dst))
+		return roce_crc(pfx_crc(t, src, dst, sport, URXE_ROCE_UDP_PORT,
+					len + URXE_ICRC_LEN),
+				roce, len);
+	ip_len = urxe_icrc_pseudo_hdr(ph, src, dst, sport, URXE_ROCE_UDP_PORT,
+				      len + URXE_ICRC_LEN, 0, true);
+	return hdrs_crc(ph, ip_len, ph + ip_len, roce, len);
 }
 
 /*
@@ -381,30 +448,31 @@ static bool id_plausible(struct urxe_icrc_ids *t,
  * socket, also solves for the ID and DF bit.  Returns 1 for an exact match
  * (*id 0), 2 for a match with a solved ID in *id (DF set), 0 otherwise.
  */
-static int rx_match(const uint8_t *roce, uint32_t len,
-		    const struct urxe_rx_meta *meta, uint16_t pred,
+static int rx_match(struct urxe_icrc_ids *t, const uint8_t *roce,
+		    uint32_t len, const struct urxe_rx_meta *meta, uint16_t pred,
 		    uint16_t *id)
 {
 	uint16_t first = (uint16_t)(meta->ip_id_hint + pred);
 	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
 	uint32_t want = urxe_icrc_load(roce + len - URXE_ICRC_LEN), bits, got;
-	size_t ip_len = 0, took, covered = len - URXE_ICRC_LEN;
-	struct urxe_icrc c;
+	size_t ip_len = 0, covered = len - URXE_ICRC_LEN;
 
 	*id = 0;
 	if (meta->ip_hdr_known) {
-		took = urxe_icrc_begin_n(&c, meta->ip, meta->ip_len,
-					 meta->ip + meta->ip_len, roce, covered);
+		got = hdrs_crc(meta->ip, meta->ip_len, meta->ip + meta->ip_len,
+			       roce, covered);
+	} else if (pfx_ok(t, meta->sgid.raw, meta->dgid.raw)) {
+		ip_len = IPV4_MIN_HDR_LEN;
+		got = roce_crc(pfx_crc(t, meta->sgid.raw, meta->dgid.raw,
+				       meta->sport, meta->dport, len),
+			       roce, covered) ^
+		      urxe_icrc_ipv4_id_delta(len, first);
 	} else {
 		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
 					      meta->sport, meta->dport, len,
 					      first, true);
-		took = urxe_icrc_begin_n(&c, ph, ip_len, ph + ip_len, roce,
-					 covered);
+		got = hdrs_crc(ph, ip_len, ph + ip_len, roce, covered);
 	}
-	if (covered > took)
-		urxe_icrc_update(&c, roce + took, covered - took);
-	got = urxe_icrc_end(&c);
 	if (got == want) {
 		/* exact, or IPv4 with the ID tried first and DF: urxe peers */
 		*id = ip_len == IPV4_MIN_HDR_LEN ? first : 0;
@@ -447,7 +515,7 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 		if (f->has_base && seen_is(f, src, meta->sport))
 			pred = (uint16_t)(f->base + !meta->ip_id_hint);
 	}
-	m = rx_match(roce, len, meta, pred, &id);
+	m = rx_match(t, roce, len, meta, pred, &id);
 	if (!m || (m == 2 && !id_plausible(t, f, src, meta->sport, id,
 					   meta->now_ns)))
 		return false;
@@ -467,11 +535,11 @@ bool urxe_icrc_check_rx_exact(const uint8_t *roce, uint32_t len,
 {
 	uint16_t id;
 
-	return rx_match(roce, len, meta, 0, &id) == 1;
+	return rx_match(NULL, roce, len, meta, 0, &id) == 1;
 }
 
 bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
 			  const struct urxe_rx_meta *meta, uint16_t *ip_id)
 {
-	return rx_match(roce, len, meta, 0, ip_id) != 0;
+	return rx_match(NULL, roce, len, meta, 0, ip_id) != 0;
 }

@@ -70,9 +70,15 @@ size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
 			    const uint8_t *dst, uint16_t sport, uint16_t dport,
 			    uint32_t roce_len, uint16_t ip_id, bool df);
 
-/* ICRC of a packet to send from its pseudo headers and RoCE bytes. */
-uint32_t urxe_icrc_tx(const uint8_t *src, const uint8_t *dst, uint16_t sport,
-		      const uint8_t *roce, uint32_t roce_len_without_icrc);
+struct urxe_icrc_ids;
+/*
+ * ICRC of a packet to send from its pseudo headers and RoCE bytes; @ids
+ * (the caller's, serialized by it; NULL: none) keeps the CRCs of the
+ * IPv4 and UDP headers of recent flows.
+ */
+uint32_t urxe_icrc_tx(struct urxe_icrc_ids *ids, const uint8_t *src,
+		      const uint8_t *dst, uint16_t sport, const uint8_t *roce,
+		      uint32_t roce_len_without_icrc);
 
 /* What a receiver remembers of the IPv4 IDs it solved, per source. */
 #define URXE_ICRC_ID_SEEN_BITS 6
@@ -87,9 +93,23 @@ struct urxe_icrc_id_seen {
 	uint64_t last_ns;
 };
 
+/*
+ * The CRC of what comes before the BTH of an IPv4 packet (the LRH's ones,
+ * the IP header with ID 0 and DF set, the UDP header), which every packet
+ * of one flow and length repeats.
+ */
+#define URXE_ICRC_PFX_BITS 3
+struct urxe_icrc_pfx {
+	uint32_t src, dst;		/* IPv4 addresses as they lie */
+	uint32_t ports;			/* source << 16 | destination */
+	uint32_t len;			/* RoCE bytes, ICRC included; 0: free */
+	uint32_t crc;
+};
+/* What an engine's ICRC code keeps: solved IDs, header CRCs. */
 struct urxe_icrc_ids {
 	struct urxe_icrc_id_seen src[1u << URXE_ICRC_ID_SEEN_BITS];
 	struct urxe_icrc_id_seen flow[1u << URXE_ICRC_ID_SEEN_BITS];
+	struct urxe_icrc_pfx pfx[1u << URXE_ICRC_PFX_BITS];
 };
 
 struct urxe_rx_meta;

@@ -69,8 +69,9 @@ void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
 
 	memset(buf + len, 0, pad);
 	len += pad;
-	urxe_icrc_store(buf + len, urxe_icrc_tx(pkt->sgid.raw, pkt->dgid.raw,
-						pkt->sport, buf, len));
+	urxe_icrc_store(buf + len, urxe_icrc_tx(&eng->icrc_ids, pkt->sgid.raw,
+						pkt->dgid.raw, pkt->sport, buf,
+						len));
 	pkt->len = len + URXE_ICRC_LEN;
 	pkt->iov[0].iov_base = buf;
 	pkt->iov[0].iov_len = pkt->len;

@@ -269,7 +269,7 @@ static void fix_up(uint8_t *f, uint32_t len, uint8_t flag, uint8_t mode,
 	if (mode & 4)
 		fix_keys(f, len);
 	urxe_icrc_store(f + len - URXE_ICRC_LEN,
-			urxe_icrc_tx(meta->sgid.raw, meta->dgid.raw, meta->sport,
+			urxe_icrc_tx(NULL, meta->sgid.raw, meta->dgid.raw, meta->sport,
 				     f, len - URXE_ICRC_LEN));
 }
 

@@ -960,7 +960,7 @@ static size_t frame(struct junk *j, uint8_t *p, uint8_t op, uint32_t dqpn,
 	urxe_bth_put(p, &b);
 	if (hlen)
 		memcpy(p + URXE_BTH_LEN, body, hlen);
-	icrc = urxe_icrc_tx(j->src.raw, gid.raw, j->sport, p,
+	icrc = urxe_icrc_tx(NULL, j->src.raw, gid.raw, j->sport, p,
 			    (uint32_t)(URXE_BTH_LEN + hlen));
 	urxe_icrc_store(p + URXE_BTH_LEN + hlen, bad_icrc ? ~icrc : icrc);
 	return URXE_BTH_LEN + hlen + URXE_ICRC_LEN;

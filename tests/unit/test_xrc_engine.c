@@ -672,7 +672,7 @@ static void to_srq1(struct wire_pkt *w, unsigned int n)
 	ck_assert_uint_eq(w->data[0] & 0xe0, URXE_TR_XRC);
 	urxe_xrceth_put(w->data + URXE_BTH_LEN, srqs[1].s.srqn);
 	urxe_icrc_store(w->data + w->len - URXE_ICRC_LEN,
-			urxe_icrc_tx(w->src.raw, w->dst.raw, w->sport, w->data,
+			urxe_icrc_tx(NULL, w->src.raw, w->dst.raw, w->sport, w->data,
 				     w->len - URXE_ICRC_LEN));
 }
 
@@ -947,7 +947,7 @@ static void write_pcap(const char *path, bool bad_xrceth)
 		     URXE_HDR_BIT(URXE_HDR_XRCETH))) {
 			w.data[URXE_BTH_LEN] = 0x5a;
 			urxe_icrc_store(w.data + w.len - URXE_ICRC_LEN,
-					urxe_icrc_tx(w.src.raw, w.dst.raw,
+					urxe_icrc_tx(NULL, w.src.raw, w.dst.raw,
 						     w.sport, w.data,
 						     w.len - URXE_ICRC_LEN));
 			spoiled = true;
@@ -1135,7 +1135,7 @@ START_TEST(xrc_transport_ok)
 			urxe_xrceth_put(pkt + oi->off[URXE_HDR_XRCETH],
 					srqs[0].s.srqn);
 		urxe_icrc_store(pkt + len - URXE_ICRC_LEN,
-				urxe_icrc_tx(from->gid.raw, to->gid.raw, 0xc000,
+				urxe_icrc_tx(NULL, from->gid.raw, to->gid.raw, 0xc000,
 					     pkt, len - URXE_ICRC_LEN));
 		urxe_engine_counters(to->eng, before);
 		urxe_engine_input(to->eng, pkt, len, &meta);
