@@ -10,4 +10,9 @@ function(urxe_layer name)
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
     PUBLIC ${PROJECT_SOURCE_DIR}/include)
   target_link_libraries(${name} PUBLIC ${L_DEPS})
+  # Fat objects: the library's link optimizes across the layers; tests and
+  # tools link the same archives without LTO, from the ordinary code.
+  if(URXE_LTO_OK)
+    target_compile_options(${name} PRIVATE -flto=auto -ffat-lto-objects)
+  endif()
 endfunction()
