@@ -235,7 +235,7 @@ struct id_basis {
 
 static __thread struct id_basis basis_cache[4];
 static __thread unsigned int basis_next;
-/* For callers without tables of their own (tests, tools). */
+/* For callers without tables of their own (transmit ID rewrites, tests). */
 static __thread struct urxe_icrc_ids thread_ids;
 
 /* CRC of a zero stream of @stream_len bytes with unknown bit @bit set. */
@@ -296,24 +296,10 @@ static const struct id_basis *id_basis_for(uint32_t stream_len)
 }
 
 /*
- * The ID part of L for one stream length, per thread, as two tables: the
- * ID's low byte's share and its high byte's.
+ * The ID part of L for one stream length as two tables: the ID's low
+ * byte's share and its high byte's.
  */
-struct id_cols {
-	uint32_t len;
-	uint32_t lo[256], hi[256];
-};
-
-/*
- * A connected transmit socket rewrites every ICRC it sends: a bulk
- * transfer's lengths (full, last, ACK, ...) stay in the cache.
- */
-#define COLS_CACHED 8
-
-static __thread struct id_cols cols_cache[COLS_CACHED];
-static __thread unsigned int cols_next, cols_last;
-
-static void cols_fill(struct id_cols *c, uint32_t stream_len)
+static void cols_fill(struct urxe_icrc_id_cols *c, uint32_t stream_len)
 {
 	uint32_t col[16], zero = crc_bit_stream(stream_len, -1);
 	unsigned int v;
@@ -330,26 +316,38 @@ static void cols_fill(struct id_cols *c, uint32_t stream_len)
 	c->len = stream_len;
 }
 
-uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id)
+/*
+ * L(@id) for a packet of @len RoCE bytes, from @t's tables.  A connected
+ * transmit socket rewrites every ICRC it sends: a bulk transfer's lengths
+ * (full, last, ACK, ...) stay in the cache.
+ */
+static uint32_t id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
 {
 	uint32_t stream_len = len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN -
 			      URXE_ICRC_LEN;
-	struct id_cols *c = &cols_cache[cols_last % COLS_CACHED];
+	struct urxe_icrc_id_cols *c = &t->cols[t->cols_last %
+					       URXE_ICRC_COLS_CACHED];
 	unsigned int k;
 
 	if (!id)
 		return 0;
 	if (c->len != stream_len) {
-		for (k = 0; k < COLS_CACHED && cols_cache[k].len != stream_len; k++)
+		for (k = 0; k < URXE_ICRC_COLS_CACHED &&
+			    t->cols[k].len != stream_len; k++)
 			;
-		if (k == COLS_CACHED) {
-			k = cols_next++ % COLS_CACHED;
-			cols_fill(&cols_cache[k], stream_len);
+		if (k == URXE_ICRC_COLS_CACHED) {
+			k = t->cols_next++ % URXE_ICRC_COLS_CACHED;
+			cols_fill(&t->cols[k], stream_len);
 		}
-		cols_last = k;
-		c = &cols_cache[k];
+		t->cols_last = k;
+		c = &t->cols[k];
 	}
 	return c->lo[id & 0xff] ^ c->hi[id >> 8];
+}
+
+uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id)
+{
+	return id_delta(&thread_ids, len, id);
 }
 
 static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
@@ -466,7 +464,7 @@ static int rx_match(struct urxe_icrc_ids *t, const uint8_t *roce,
 		got = roce_crc(pfx_crc(t, meta->sgid.raw, meta->dgid.raw,
 				       meta->sport, meta->dport, len),
 			       roce, covered) ^
-		      urxe_icrc_ipv4_id_delta(len, first);
+		      id_delta(t, len, first);
 	} else {
 		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
 					      meta->sport, meta->dport, len,
@@ -480,8 +478,8 @@ static int rx_match(struct urxe_icrc_ids *t, const uint8_t *roce,
 	}
 	if (meta->ip_hdr_known || ip_len != IPV4_MIN_HDR_LEN)
 		return 0;
-	if (pred && (got ^ urxe_icrc_ipv4_id_delta(len, (uint16_t)(first ^
-			meta->ip_id_hint))) == want) {
+	if (pred && (got ^ id_delta(t ? t : &thread_ids, len,
+				    (uint16_t)(first ^ meta->ip_id_hint))) == want) {
 		*id = meta->ip_id_hint;		/* an unconnected sender's */
 		return 1;
 	}

@@ -105,11 +105,19 @@ struct urxe_icrc_pfx {
 	uint32_t len;			/* RoCE bytes, ICRC included; 0: free */
 	uint32_t crc;
 };
-/* What an engine's ICRC code keeps: solved IDs, header CRCs. */
+/* How an IPv4 ID changes the ICRC of packets of one length, by ID byte. */
+#define URXE_ICRC_COLS_CACHED 8
+struct urxe_icrc_id_cols {
+	uint32_t len;			/* CRC stream length; 0: free */
+	uint32_t lo[256], hi[256];
+};
+/* What an engine's ICRC code keeps: solved IDs, header CRCs, ID deltas. */
 struct urxe_icrc_ids {
 	struct urxe_icrc_id_seen src[1u << URXE_ICRC_ID_SEEN_BITS];
 	struct urxe_icrc_id_seen flow[1u << URXE_ICRC_ID_SEEN_BITS];
 	struct urxe_icrc_pfx pfx[1u << URXE_ICRC_PFX_BITS];
+	struct urxe_icrc_id_cols cols[URXE_ICRC_COLS_CACHED];
+	unsigned int cols_next, cols_last;
 };
 
 struct urxe_rx_meta;
