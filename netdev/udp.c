@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <urxe/log.h>
@@ -99,6 +100,33 @@ struct urxe_udp {
 	struct { uint8_t *at; uint32_t d; } patch[FIX_TRAIL];
 	unsigned int npatch;
 };
+
+/*
+ * The data path's socket calls go to the kernel directly.  glibc's
+ * wrappers are cancellation points: in a process with more than one
+ * thread (there is always the engine's) each call pays two atomic
+ * operations for that, and a thread cancelled inside one would leave the
+ * progress lock held.
+ */
+static ssize_t sys_sendmsg(int fd, const struct msghdr *h)
+{
+	return syscall(SYS_sendmsg, fd, h, 0);
+}
+
+static int sys_sendmmsg(int fd, struct mmsghdr *m, unsigned int n)
+{
+	return (int)syscall(SYS_sendmmsg, fd, m, n, 0);
+}
+
+static ssize_t sys_recvmsg(int fd, struct msghdr *h, int flags)
+{
+	return syscall(SYS_recvmsg, fd, h, flags);
+}
+
+static int sys_recvmmsg(int fd, struct mmsghdr *m, unsigned int n)
+{
+	return (int)syscall(SYS_recvmmsg, fd, m, n, MSG_DONTWAIT, NULL);
+}
 
 static int set_int(int fd, int level, int name, int val)
 {
@@ -563,7 +591,7 @@ static int probe_id(struct urxe_udp *u, struct usock *s)
 	to.in.sin_port = htons(u->sink_port);
 	h.msg_namelen = sizeof(to.in);
 	cmsg_put(&h, SOL_SOCKET, SO_TIMESTAMPING, &ts, sizeof(ts));
-	if (sendmsg(s->fd, &h, 0) < 0)
+	if (sys_sendmsg(s->fd, &h) < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	/* Loopback delivery is synchronous: the copy is there already. */
 	for (tries = 0; tries < 8; tries++) {
@@ -573,7 +601,7 @@ static int probe_id(struct urxe_udp *u, struct usock *s)
 			.msg_control = ctl.buf, .msg_controllen = sizeof(ctl),
 		};
 
-		n = recvmsg(s->fd, &r, MSG_ERRQUEUE | MSG_DONTWAIT);
+		n = sys_recvmsg(s->fd, &r, MSG_ERRQUEUE | MSG_DONTWAIT);
 		if (n < 0)
 			return -EIO;	/* no copy: this path gives none */
 		/* link header, IPv4 (no options), UDP, the cookie */
@@ -935,11 +963,11 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 		}
 		/* One datagram: sendmsg() spares sendmmsg()'s loop. */
 		if (cnt == 1) {
-			ssize_t r = sendmsg(s->fd, &msg[0].msg_hdr, 0);
+			ssize_t r = sys_sendmsg(s->fd, &msg[0].msg_hdr);
 
 			rc = r >= 0 ? 1 : -1;
 		} else {
-			rc = sendmmsg(s->fd, msg, cnt, 0);
+			rc = sys_sendmmsg(s->fd, msg, cnt);
 		}
 		err = rc < 0 ? errno : 0;
 		fix_undo(u, 0);
@@ -1075,13 +1103,14 @@ static int recv_sock(const struct urxe_udp *u, struct usock *s,
 				   &in[got + i]);
 		/* One datagram: recvmsg() spares recvmmsg()'s batch set-up. */
 		if (cnt == 1) {
-			ssize_t r = recvmsg(s->fd, &msg[0].msg_hdr, MSG_DONTWAIT);
+			ssize_t r = sys_recvmsg(s->fd, &msg[0].msg_hdr,
+						MSG_DONTWAIT);
 
 			if (r >= 0)
 				msg[0].msg_len = (unsigned int)r;
 			rc = r >= 0 ? 1 : -1;
 		} else {
-			rc = recvmmsg(s->fd, msg, cnt, MSG_DONTWAIT, NULL);
+			rc = sys_recvmmsg(s->fd, msg, cnt);
 		}
 		if (rc < 0) {
 			s->busy = got > 0;
