@@ -795,7 +795,13 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 		}
 		eng->clock_ns = urxe_now(eng);
 		eng->clock_valid = true;
-		atomic_store(&eng->work, false);
+		/*
+		 * Cleared before the list is read, with a full barrier (a
+		 * poster sets it after its push).  Read first: an idle poll
+		 * finds it clear, and an atomic exchange less each time.
+		 */
+		if (atomic_load_explicit(&eng->work, memory_order_relaxed))
+			atomic_store(&eng->work, false);
 		atomic_store_explicit(&eng->acks_deferred_ns, 0,
 				      memory_order_relaxed);
 		run_pending(eng);
@@ -804,8 +810,11 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 		 * thread's job) unless the engine thread, finding the lock
 		 * held, left it to the holder.
 		 */
-		input = atomic_exchange(&eng->input_wanted, false) ||
-			mode != PROG_KICK;
+		input = mode != PROG_KICK;
+		if (atomic_load_explicit(&eng->input_wanted,
+					 memory_order_relaxed))
+			input = atomic_exchange(&eng->input_wanted, false) ||
+				input;
 		if (!input) {
 			n = 0;
 			run_timers(eng);
