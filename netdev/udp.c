@@ -89,7 +89,8 @@ struct urxe_udp {
 	unsigned int nsocks;
 	unsigned int rr;			/* recv: family drained first */
 	bool connect;
-	uint32_t (*id_delta)(uint32_t len, uint16_t id);
+	uint32_t (*id_delta)(void *ctx, uint32_t len, uint16_t id);
+	void *id_ctx;
 	int sink;				/* ID probes go there; -1: none */
 	uint16_t sink_port;
 	uint64_t probes;
@@ -321,6 +322,7 @@ int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out)
 	u->gso = conf->gso;
 	u->connect = conf->connect;
 	u->id_delta = conf->id_delta;
+	u->id_ctx = conf->id_ctx;
 	u->sink = -1;
 	u->lo_addr = conf->lo_addr;
 	u->ifindex = conf->ifc ? conf->ifc->ifindex : 0;
@@ -780,7 +782,7 @@ static int fix_in_place(struct urxe_udp *u, const struct urxe_udp_out *o,
 			goto undo;
 		u->patch[u->npatch].at = at;
 		u->patch[u->npatch].d =
-			u->id_delta((uint32_t)len,
+			u->id_delta(u->id_ctx, (uint32_t)len,
 				    (uint16_t)((uint16_t)(base + i) ^ i));
 		urxe_xor_le32(at, u->patch[u->npatch++].d);
 	}
@@ -842,7 +844,7 @@ static bool fix_ids(struct urxe_udp *u, struct msghdr *h,
 		}
 		if (len >= 4)
 			urxe_xor_le32(u->fix_trail[t],
-				 u->id_delta((uint32_t)len,
+				 u->id_delta(u->id_ctx, (uint32_t)len,
 					     (uint16_t)((uint16_t)(base + i) ^ i)));
 		u->fix_iov[k].iov_base = u->fix_trail[t++];
 		u->fix_iov[k++].iov_len = b;

@@ -350,6 +350,11 @@ uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id)
 	return id_delta(&thread_ids, len, id);
 }
 
+uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
+{
+	return id_delta(t, len, id);
+}
+
 static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
 {
 	const struct id_basis *b = id_basis_for(stream_len);

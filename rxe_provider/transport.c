@@ -36,17 +36,35 @@
 _Static_assert(URXE_DEV_FAULTS_BATCH == URXE_DEV_TX_BATCH,
 	       "the fault scratch holds two transmit batches");
 
-/* Fault injection's scratch: corrupted copies and the held packet. */
+/* Where one packet's bytes lie in a datagram's iovec. */
+struct seg {
+	unsigned int iov0, niov;
+	uint32_t len;
+};
+
+/* One transmit batch's datagrams: GSO runs, and where their packets lie. */
+struct gso_batch {
+	struct urxe_udp_out g[2 * URXE_DEV_TX_BATCH];
+	struct iovec iov[2 * URXE_DEV_TX_BATCH * 4];
+	struct seg segs[2 * URXE_DEV_TX_BATCH];
+	unsigned int seg0[2 * URXE_DEV_TX_BATCH];	/* g[i]'s first seg */
+	unsigned int nseg[2 * URXE_DEV_TX_BATCH];
+};
+
+/* Fault injection's scratch: the batch, corrupted copies, the held packet. */
 struct urxe_dev_tx {
+	struct urxe_pkt faulted[2 * URXE_DEV_TX_BATCH];
 	uint8_t corrupt[2 * URXE_DEV_TX_BATCH][FAULT_BUF];
 	uint8_t held[FAULT_BUF];
 	size_t held_len;
 	struct urxe_pkt held_pkt;
 };
 
+/* The udp backend's buffers (the progress lock's, like the engine's). */
 struct urxe_dev_rx {
 	struct urxe_udp_in in[RX_BATCH];
 	uint8_t buf[RX_BATCH][RX_BUF];
+	struct gso_batch gb;		/* dev_xmit's */
 };
 
 uint64_t urxe_dev_now(void *priv)
@@ -56,6 +74,12 @@ uint64_t urxe_dev_now(void *priv)
 	(void)priv;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* urxe_udp's ICRC rewrites, from inside dev_xmit(): the progress lock held. */
+static uint32_t dev_id_delta(void *eng, uint32_t len, uint16_t id)
+{
+	return urxe_engine_ipv4_id_delta(eng, len, id);
 }
 
 static uint16_t dev_sport(void *priv, uint16_t sport)
@@ -97,12 +121,6 @@ static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
 	o->iov = iov;
 	o->niov = niov;
 }
-
-/* Where one packet's bytes lie in a datagram's iovec. */
-struct seg {
-	unsigned int iov0, niov;
-	uint32_t len;
-};
 
 void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
 			   const struct iovec *iov, unsigned int n)
@@ -235,7 +253,8 @@ static bool same_flow(const struct urxe_udp_out *a,
  * adjusts the ICRCs of segments 1.. of @o (a second call restores them).
  * A packet's ICRC ends its last piece, which is the engine's (writable).
  */
-static void gso_fix_icrcs(const struct urxe_udp_out *o, const struct seg *segs,
+static void gso_fix_icrcs(struct urxe_engine *eng,
+			  const struct urxe_udp_out *o, const struct seg *segs,
 			  unsigned int nseg)
 {
 	unsigned int i;
@@ -246,28 +265,20 @@ static void gso_fix_icrcs(const struct urxe_udp_out *o, const struct seg *segs,
 		const struct iovec *last = &o->iov[segs[i].iov0 + segs[i].niov - 1];
 		uint8_t *icrc = (uint8_t *)last->iov_base + last->iov_len - 4;
 
-		urxe_xor_le32(icrc, urxe_icrc_ipv4_id_delta(segs[i].len,
-							    (uint16_t)i));
+		urxe_xor_le32(icrc, urxe_engine_ipv4_id_delta(eng, segs[i].len,
+							      (uint16_t)i));
 	}
 }
 
 URXE_DEV_GROUP_FLOWS(group_flows, struct urxe_udp_out)
-
-/* One transmit batch's datagrams: GSO runs, and where their packets lie. */
-struct gso_batch {
-	struct urxe_udp_out g[2 * URXE_DEV_TX_BATCH];
-	struct iovec iov[2 * URXE_DEV_TX_BATCH * 4];
-	struct seg segs[2 * URXE_DEV_TX_BATCH];
-	unsigned int seg0[2 * URXE_DEV_TX_BATCH];	/* g[i]'s first seg */
-	unsigned int nseg[2 * URXE_DEV_TX_BATCH];
-};
 
 /*
  * Folds runs of packets of one flow and one size (the last may be
  * shorter) — the middle packets of messages — into GSO sends.  @out
  * (k packets) becomes b->g; returns its length.
  */
-static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
+static unsigned int gso_merge(struct urxe_engine *eng,
+			      struct urxe_udp_out *out, unsigned int k,
 			      struct gso_batch *b)
 {
 	unsigned int j = 0, ng = 0, m, i, nio = 0, ns = 0;
@@ -310,7 +321,7 @@ static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
 			b->g[ng].iov = &b->iov[start];
 			b->g[ng].niov = nio - start;
 			b->g[ng].gso_size = (uint16_t)seg;
-			gso_fix_icrcs(&b->g[ng], &b->segs[ns], m);
+			gso_fix_icrcs(eng, &b->g[ng], &b->segs[ns], m);
 		} else {
 			b->segs[ns].iov0 = 0;
 			b->segs[ns].niov = out[j].niov;
@@ -333,7 +344,7 @@ static void gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o,
 	struct urxe_udp_out one = *o;
 	unsigned int i;
 
-	gso_fix_icrcs(o, segs, nseg);	/* XOR again: back to ID 0 */
+	gso_fix_icrcs(dev->eng, o, segs, nseg);	/* XOR again: back to ID 0 */
 	if (++dev->gso_failures >= 3 && dev->gso) {
 		dev->gso = false;
 		urxe_dbg("%s: the kernel refuses UDP GSO here; sending packet by packet",
@@ -353,8 +364,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 	struct urxe_dev *dev = priv;
 	struct urxe_udp_out out[2 * URXE_DEV_TX_BATCH];
 	union ibv_gid mdst[2 * URXE_DEV_TX_BATCH];
-	static __thread struct urxe_pkt faulted[2 * URXE_DEV_TX_BATCH];
-	static __thread struct gso_batch gb;
+	struct gso_batch *gb = &dev->rx->gb;
 	struct urxe_udp_out *send = out;
 	const struct seg *segs;
 	unsigned int i, k, tries = 0, sent = 0;
@@ -381,6 +391,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			out[i].fixed_ids = true;
 		}
 	} else if (dev->faults) {
+		struct urxe_pkt *faulted = dev->tx->faulted;
+
 		k = urxe_dev_faults_apply(dev, pkts, n, faulted);
 		for (i = 0; i < k; i++)
 			out_from_pkt(&out[i], &faulted[i], faulted[i].iov, 1);
@@ -389,8 +401,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			out_from_pkt(&out[i], &pkts[i], pkts[i].iov, pkts[i].niov);
 		k = n;
 		if (dev->gso && k > 1) {
-			k = gso_merge(out, k, &gb);
-			send = gb.g;
+			k = gso_merge(dev->eng, out, k, gb);
+			send = gb->g;
 			merged = true;
 		}
 	}
@@ -403,8 +415,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		if (rc == -EAGAIN)
 			break;
 		if (rc < 0 && send[sent].gso_size) {
-			gso_unfold(dev, &send[sent], &gb.segs[gb.seg0[sent]],
-				   gb.nseg[sent]);
+			gso_unfold(dev, &send[sent], &gb->segs[gb->seg0[sent]],
+				   gb->nseg[sent]);
 			sent++;
 			continue;
 		}
@@ -417,7 +429,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		}
 		if (dev->cap) {
 			for (i = sent; i < sent + (unsigned int)rc; i++) {
-				segs = merged ? &gb.segs[gb.seg0[i]] : NULL;
+				segs = merged ? &gb->segs[gb->seg0[i]] : NULL;
 				capture_out(dev, &send[i], segs);
 			}
 		}
@@ -431,7 +443,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		unsigned int lost = 0;
 
 		for (i = sent; i < k; i++)
-			lost += merged ? gb.nseg[i] : 1;
+			lost += merged ? gb->nseg[i] : 1;
 		if (dev->stats)
 			atomic_fetch_add_explicit(
 				&dev->stats->counters[URXE_CNT_SEND_ERR], lost,
@@ -615,7 +627,8 @@ static int bind_locked(struct urxe_dev *dev)
 	 * ICRC assumed: with one, they stay unconnected.
 	 */
 	conf.connect = !dev->cap;
-	conf.id_delta = urxe_icrc_ipv4_id_delta;
+	conf.id_delta = dev_id_delta;
+	conf.id_ctx = dev->eng;
 	rc = urxe_udp_open(&conf, &dev->udp);
 	if (rc)
 		goto err_rx;

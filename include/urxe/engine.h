@@ -597,16 +597,19 @@ void urxe_engine_set_read_window(struct urxe_engine *eng, uint32_t pkts);
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);
 
 /*
- * The IPv4 ID a received frame (BTH .. ICRC, header rebuilt from @meta)
- * was sent with, solved from its ICRC (0 if it matches as is); false if
- * no ID makes the ICRC match.  No state changes: for captures.
- */
-/*
  * What to XOR into the ICRC of an IPv4 RoCE packet of @len bytes (BTH ..
  * ICRC) computed for IP ID 0 to make it right for IP ID @id.
  */
 uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id);
+/* The same from @eng's tables: the progress lock held (a transmit path). */
+uint32_t urxe_engine_ipv4_id_delta(struct urxe_engine *eng, uint32_t len,
+				   uint16_t id);
 
+/*
+ * The IPv4 ID a received frame (BTH .. ICRC, header rebuilt from @meta)
+ * was sent with, solved from its ICRC (0 if it matches as is); false if
+ * no ID makes the ICRC match.  No state changes: for captures.
+ */
 bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
 			  const struct urxe_rx_meta *meta, uint16_t *ip_id);
 

@@ -257,10 +257,12 @@ struct urxe_udp_conf {
 	/*
 	 * Connect transmit sockets (see above).  Needs @id_delta for IPv4:
 	 * what to XOR into the ICRC of a RoCE packet of @len bytes (BTH ..
-	 * ICRC) when its IPv4 ID changes by XOR @id.
+	 * ICRC) when its IPv4 ID changes by XOR @id; called with @id_ctx
+	 * from inside urxe_udp_send().
 	 */
 	bool connect;
-	uint32_t (*id_delta)(uint32_t len, uint16_t id);
+	uint32_t (*id_delta)(void *ctx, uint32_t len, uint16_t id);
+	void *id_ctx;
 };
 
 /*

@@ -64,7 +64,7 @@ struct urxe_dev {
 	int udp_fds[URXE_UDP_MAX_FDS];	/* fixed once bound */
 	unsigned int nudp_fds;
 	struct urxe_packet *pkt;	/* backend packet: NULL until bound */
-	struct urxe_dev_rx *rx;		/* receive buffers */
+	struct urxe_dev_rx *rx;		/* udp backend buffers (rx, GSO) */
 	struct urxe_dev_tx *tx;		/* fault injection scratch */
 	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */
 	struct urxe_capture *cap;	/* URXE_PCAP, or NULL */
