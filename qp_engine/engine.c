@@ -387,7 +387,7 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 			break;
 		}
 	}
-	qp->on_list = false;
+	atomic_store_explicit(&qp->on_list, false, memory_order_relaxed);
 	pthread_spin_unlock(&eng->list_lock);
 	urxe_mcast_qp_gone(eng, qp);
 	if (qp->type == IBV_QPT_XRC_RECV) {
@@ -411,18 +411,33 @@ struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn)
 	return eng->qps[qpn & (URXE_QP_SLOTS - 1)];
 }
 
-void urxe_qp_schedule(struct urxe_eqp *qp)
+/* Puts @qp on the work list: posters push without the progress lock. */
+static void schedule_push(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
 
 	pthread_spin_lock(&eng->list_lock);
-	if (!qp->on_list) {
-		qp->on_list = true;
+	if (!atomic_load_explicit(&qp->on_list, memory_order_relaxed)) {
+		atomic_store_explicit(&qp->on_list, true, memory_order_relaxed);
 		qp->pending_next = eng->pending;
 		__atomic_store_n(&eng->pending, qp, __ATOMIC_RELEASE);
 	}
 	pthread_spin_unlock(&eng->list_lock);
-	atomic_store(&eng->work, true);
+}
+
+/*
+ * Progress lock held: only its holder takes QPs off the list, so a QP
+ * seen on it stays there until this holder's run_pending() looks.
+ */
+void urxe_qp_schedule(struct urxe_eqp *qp)
+{
+	struct urxe_engine *eng = qp->eng;
+
+	if (atomic_load_explicit(&qp->on_list, memory_order_relaxed))
+		return;
+	schedule_push(qp);
+	if (!atomic_load_explicit(&eng->work, memory_order_relaxed))
+		atomic_store(&eng->work, true);
 }
 
 static void qp_flush(struct urxe_eqp *qp)
@@ -673,7 +688,8 @@ static struct urxe_eqp *pop_pending(struct urxe_engine *eng)
 		__atomic_store_n(&eng->pending, qp->pending_next,
 				 __ATOMIC_RELAXED);
 		qp->pending_next = NULL;
-		qp->on_list = false;
+		atomic_store_explicit(&qp->on_list, false,
+				      memory_order_relaxed);
 	}
 	pthread_spin_unlock(&eng->list_lock);
 	return qp;
@@ -959,7 +975,9 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 	struct urxe_engine *eng = qp->eng;
 	uint64_t last, post, now;
 
-	urxe_qp_schedule(qp);
+	/* Pushed, then flagged: a holder that clears the flag sees the QP. */
+	schedule_push(qp);
+	atomic_store(&eng->work, true);
 	/*
 	 * A QP streaming to its peer while the application polls: these
 	 * packets join the next poll's batch (one GSO send for many posts)

@@ -196,7 +196,11 @@ struct urxe_engine {
 static inline void urxe_count(struct urxe_engine *eng, enum urxe_counter c,
 			      uint64_t n)
 {
-	atomic_fetch_add_explicit(&eng->cnt[c], n, memory_order_relaxed);
+	/* The progress lock's holder is the only writer: no atomic add. */
+	atomic_store_explicit(&eng->cnt[c],
+			      atomic_load_explicit(&eng->cnt[c],
+						   memory_order_relaxed) + n,
+			      memory_order_relaxed);
 	if (eng->acct && !(URXE_CNT_ENGINE_ONLY & 1u << c))
 		eng->acct->cnt[c] += n;
 }
@@ -289,6 +293,7 @@ int urxe_mem_remote(const struct urxe_eqp *qp, uint32_t rkey,
  */
 int urxe_mw_bind(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe);
 int urxe_mw_invalidate(struct urxe_eqp *qp, uint32_t rkey);
+/* Puts @qp on the work list; the progress lock held (posters: kick). */
 void urxe_qp_schedule(struct urxe_eqp *qp);
 /* No affiliated event: errors the requester reports in a completion. */
 #define URXE_NO_EVENT ((enum ibv_event_type)-1)

@@ -382,7 +382,7 @@ struct urxe_eqp {
 	uint32_t ack_psn;
 	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
 	struct urxe_eqp *pending_next;	/* on the engine's work list */
-	bool on_list;
+	atomic_bool on_list;		/* set under list_lock */
 	/*
 	 * Affiliated async events back to the provider (progress lock held,
 	 * must not block): the errors, and IBV_EVENT_QP_LAST_WQE_REACHED each
