@@ -858,7 +858,9 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			 * a program spinning on memory may never call.)
 			 */
 			if (__atomic_load_n(&eng->pending, __ATOMIC_RELAXED)) {
-				atomic_store(&eng->work, true);
+				if (!atomic_load_explicit(&eng->work,
+							  memory_order_relaxed))
+					atomic_store(&eng->work, true);
 				atomic_store_explicit(&eng->acks_deferred_ns,
 						      urxe_clock(eng),
 						      memory_order_relaxed);
@@ -958,7 +960,8 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode,
 		pthread_mutex_unlock(&eng->lock);
 	}
 	/* An earlier deadline: the engine thread's timer must know it. */
-	if (atomic_exchange(&eng->timer_moved, false) &&
+	if (atomic_load_explicit(&eng->timer_moved, memory_order_relaxed) &&
+	    atomic_exchange(&eng->timer_moved, false) &&
 	    !urxe_in_engine_thread(eng))
 		urxe_engine_thread_wake(eng);
 	return did;
@@ -977,7 +980,8 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 
 	/* Pushed, then flagged: a holder that clears the flag sees the QP. */
 	schedule_push(qp);
-	atomic_store(&eng->work, true);
+	if (!atomic_load_explicit(&eng->work, memory_order_relaxed))
+		atomic_store(&eng->work, true);
 	/*
 	 * A QP streaming to its peer while the application polls: these
 	 * packets join the next poll's batch (one GSO send for many posts)
