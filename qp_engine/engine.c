@@ -135,24 +135,42 @@ int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem)
 	mem->lkey = idx << 8 | eng->key_tag;
 	mem->rkey = mem->lkey;
 	atomic_store(&mem->refs, 1);
-	eng->keys[idx] = mem;
+	/* Published whole: urxe_mem_borrow() reads without the lock. */
+	__atomic_store_n(&eng->keys[idx], mem, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&eng->key_lock);
 	return (int)idx;
 }
 
+/*
+ * Under the progress lock as well: its holder may be using the region
+ * through urxe_mem_borrow(), which takes no reference.
+ */
 int urxe_engine_mem_remove(struct urxe_engine *eng, struct urxe_mem *mem)
 {
 	uint32_t idx = mem->lkey >> 8;
+	int rc = 0;
 
+	pthread_mutex_lock(&eng->lock);
 	pthread_spin_lock(&eng->key_lock);
-	if (atomic_load(&mem->refs) > 1) {
-		pthread_spin_unlock(&eng->key_lock);
-		return -EBUSY;
-	}
-	if (idx < URXE_KEY_SLOTS && eng->keys[idx] == mem)
-		eng->keys[idx] = NULL;
+	if (atomic_load(&mem->refs) > 1)
+		rc = -EBUSY;
+	else if (idx < URXE_KEY_SLOTS && eng->keys[idx] == mem)
+		__atomic_store_n(&eng->keys[idx], NULL, __ATOMIC_RELAXED);
 	pthread_spin_unlock(&eng->key_lock);
-	return 0;
+	pthread_mutex_unlock(&eng->lock);
+	return rc;
+}
+
+struct urxe_mem *urxe_mem_borrow(struct urxe_engine *eng, uint32_t lkey)
+{
+	uint32_t idx = lkey >> 8;
+	struct urxe_mem *m;
+
+	if (idx == 0 || idx >= URXE_KEY_SLOTS)
+		return NULL;
+	m = __atomic_load_n(&eng->keys[idx], __ATOMIC_ACQUIRE);
+	/* A memory window has no local key (IBA 10.6.7). */
+	return m && m->lkey == lkey && !m->mw_type ? m : NULL;
 }
 
 struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,

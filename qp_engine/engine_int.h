@@ -279,6 +279,11 @@ struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
 			      bool remote);
 void urxe_mem_put(struct urxe_mem *mem);
 /*
+ * The region of local key @lkey, or NULL, for use while the progress lock
+ * is held and without a reference (removal takes that lock too).
+ */
+struct urxe_mem *urxe_mem_borrow(struct urxe_engine *eng, uint32_t lkey);
+/*
  * Checks a remote access arriving at @qp (its PD; a type 2 window must be
  * bound to it); on success holds a reference in *out.
  */

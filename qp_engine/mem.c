@@ -53,7 +53,8 @@ int urxe_mem_remote(const struct urxe_eqp *qp, uint32_t rkey,
 
 /*
  * Walks @len bytes of the SGE list from byte @off, calling @fn on each
- * contiguous piece.  Returns 0 or -EACCES for a bad key, range or right.
+ * contiguous piece (progress lock held: the regions are borrowed).
+ * Returns 0 or -EACCES for a bad key, range or right.
  */
 static int sge_walk(struct urxe_engine *eng, uint32_t pd,
 		    const struct urxe_sge *sge, uint32_t nsge, uint32_t off,
@@ -76,15 +77,10 @@ static int sge_walk(struct urxe_engine *eng, uint32_t pd,
 			n = len;
 		if (!n)
 			continue;
-		m = urxe_mem_get(eng, sge[i].lkey, false);
-		if (!m)
+		m = urxe_mem_borrow(eng, sge[i].lkey);
+		if (!m || !mem_allows(m, pd, sge[i].addr + off, n, access))
 			return -EACCES;
-		if (!mem_allows(m, pd, sge[i].addr + off, n, access)) {
-			urxe_mem_put(m);
-			return -EACCES;
-		}
 		fn(m->addr + (sge[i].addr + off - m->iova), buf, n);
-		urxe_mem_put(m);
 		buf += n;
 		len -= n;
 		off = 0;

@@ -126,6 +126,8 @@ void urxe_tx_flush(struct urxe_engine *eng)
 	unsigned int done = 0, i, k;
 	int n;
 
+	if (!eng->ntx)
+		return;		/* an idle poll's */
 	while (done < eng->ntx) {
 		n = eng->ops->xmit(eng->priv, eng->tx + done, eng->ntx - done);
 		if (n <= 0) {
