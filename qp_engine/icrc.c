@@ -235,7 +235,7 @@ struct id_basis {
 
 static __thread struct id_basis basis_cache[4];
 static __thread unsigned int basis_next;
-/* For callers without tables of their own (transmit ID rewrites, tests). */
+/* For callers without tables of their own (the packet backend, tests). */
 static __thread struct urxe_icrc_ids thread_ids;
 
 /* CRC of a zero stream of @stream_len bytes with unknown bit @bit set. */
