@@ -11,6 +11,8 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@
 #include "engine_wire.h"
 #include "testutil.h"
 
+#include "engine_int.h"
 #include "hdr.h"
 
 #define NENG 2
@@ -540,6 +543,50 @@ START_TEST(rc_bind_across_rewind)
 	ck_assert(!memcmp(reg.addr + 1500, nodes[0].buf + 100, 64));
 	ck_assert_int_eq(urxe_engine_mw_remove(nodes[1].eng, &win), 0);
 	ck_assert_int_eq(urxe_engine_mem_remove(nodes[1].eng, &reg), 0);
+}
+END_TEST
+
+/*
+ * SGE copies borrow their regions under the progress lock, without a
+ * reference: removing a region waits for that lock (and its holder can
+ * borrow the region meanwhile); after it, the key names nothing.
+ */
+struct remover {
+	struct urxe_engine *eng;
+	struct urxe_mem *mem;
+	atomic_int done;
+	int rc;
+};
+
+static void *remove_region(void *arg)
+{
+	struct remover *r = arg;
+
+	r->rc = urxe_engine_mem_remove(r->eng, r->mem);
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+START_TEST(mem_remove_waits_for_progress_lock)
+{
+	struct urxe_engine *eng = nodes[1].eng;
+	struct remover r = { .eng = eng };
+	struct urxe_mem reg;
+	pthread_t t;
+
+	wire_mem_add(eng, &reg, nodes[1].buf, 4096, 7, WIRE_ACCESS_ALL);
+	r.mem = &reg;
+	pthread_mutex_lock(&eng->lock);
+	ck_assert_ptr_eq(urxe_mem_borrow(eng, reg.lkey), &reg);
+	ck_assert_ptr_null(urxe_mem_borrow(eng, reg.lkey ^ 1));
+	ck_assert_int_eq(pthread_create(&t, NULL, remove_region, &r), 0);
+	usleep(50000);
+	ck_assert_int_eq(atomic_load(&r.done), 0);
+	ck_assert_ptr_eq(urxe_mem_borrow(eng, reg.lkey), &reg);
+	pthread_mutex_unlock(&eng->lock);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_null(urxe_mem_borrow(eng, reg.lkey));
 }
 END_TEST
 
@@ -1073,6 +1120,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_write_imm_rnr);
 	tcase_add_test(tc, rc_remote_access);
 	tcase_add_test(tc, rc_bind_across_rewind);
+	tcase_add_test(tc, mem_remove_waits_for_progress_lock);
 	tcase_add_test(tc, rc_atomic_misaligned);
 	tcase_add_test(tc, rc_recv_bad_lkey);
 	tcase_add_test(tc, rc_recv_too_short);
