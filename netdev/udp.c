@@ -863,7 +863,7 @@ static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
 {
 	int tos = o->tos, ttl = o->ttl;
 	bool src = s->wildcard && o->src && urxe_gid_is_v4(o->src) == (s->fam == V4) &&
-		   !(s->conn && !memcmp(o->src, s->src, 16));
+		   !(s->conn && urxe_gid_eq(o->src, s->src));
 
 	if (s->fam == V4) {
 		struct in_pktinfo pi = { 0 };
@@ -901,7 +901,7 @@ static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
 
 	memset(m, 0, sizeof(*m));
 	/* To its peer, a connected socket skips a route lookup per send. */
-	if (!s->conn || memcmp(o->dst, s->peer, 16)) {
+	if (!s->conn || !urxe_gid_eq(o->dst, s->peer)) {
 		h->msg_name = name;
 		h->msg_namelen = peer_addr(u, o->dst, name);
 	}

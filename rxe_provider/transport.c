@@ -245,7 +245,7 @@ static bool same_flow(const struct urxe_udp_out *a,
 		      const struct urxe_udp_out *b)
 {
 	return a->sport == b->sport && a->tos == b->tos && a->ttl == b->ttl &&
-	       !memcmp(a->dst, b->dst, 16) && !memcmp(a->src, b->src, 16);
+	       urxe_gid_eq(a->dst, b->dst) && urxe_gid_eq(a->src, b->src);
 }
 
 /*

@@ -50,7 +50,7 @@ uint64_t urxe_dev_now(void *priv);
 #define URXE_DEV_GROUP_FLOWS(name, type)				\
 static int name##_cmp(const type *a, const type *b)			\
 {									\
-	int c = memcmp(a->dst, b->dst, 16);				\
+	int c = urxe_gid_cmp(a->dst, b->dst);				\
 									\
 	return c ? c : (int)a->sport - (int)b->sport;			\
 }									\
