@@ -738,6 +738,17 @@ static int conn_prepare(struct urxe_udp *u, struct usock *s,
 	return 0;
 }
 
+/*
+ * What turns the ICRC of segment @i (@len bytes), computed for ID @i, into
+ * the one for ID @base + @i: the XOR of the two IDs' shares.
+ */
+static uint32_t seg_delta(const struct urxe_udp *u, size_t len, uint16_t base,
+			  unsigned int i)
+{
+	return u->id_delta(u->id_ctx, (uint32_t)len,
+			   (uint16_t)((uint16_t)(base + i) ^ i));
+}
+
 /* Puts back what fix_in_place() rewrote, down to u->patch[@keep]. */
 static void fix_undo(struct urxe_udp *u, unsigned int keep)
 {
@@ -781,9 +792,7 @@ static int fix_in_place(struct urxe_udp *u, const struct urxe_udp_out *o,
 		if (ret)
 			goto undo;
 		u->patch[u->npatch].at = at;
-		u->patch[u->npatch].d =
-			u->id_delta(u->id_ctx, (uint32_t)len,
-				    (uint16_t)((uint16_t)(base + i) ^ i));
+		u->patch[u->npatch].d = seg_delta(u, len, base, i);
 		urxe_xor_le32(at, u->patch[u->npatch++].d);
 	}
 	return 1;
@@ -844,8 +853,7 @@ static bool fix_ids(struct urxe_udp *u, struct msghdr *h,
 		}
 		if (len >= 4)
 			urxe_xor_le32(u->fix_trail[t],
-				 u->id_delta(u->id_ctx, (uint32_t)len,
-					     (uint16_t)((uint16_t)(base + i) ^ i)));
+				      seg_delta(u, len, base, i));
 		u->fix_iov[k].iov_base = u->fix_trail[t++];
 		u->fix_iov[k++].iov_len = b;
 		off += len;

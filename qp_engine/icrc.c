@@ -219,8 +219,9 @@ uint32_t urxe_icrc_tx(struct urxe_icrc_ids *t, const uint8_t *src,
  * 32 consecutive bits), so the solution, if any, is unique.  It is then
  * accepted only if plausible: DF set, and the ID 0 (urxe peers; Linux
  * sends ID 0 with IP_PMTUDISC_DO), a GSO segment's small index, or just
- * after the last ID seen from that source (kernel rxe increments it).  That keeps the check close to a
- * full 32-bit one while accepting what kernel rxe sends.
+ * after the last ID seen from that source (kernel rxe increments it).
+ * That keeps the check close to a full 32-bit one while accepting what
+ * kernel rxe sends.
  */
 #define ID_BITS 17			/* 16 ID bits, then DF */
 #define ID_STREAM_OFF (8 + 4)		/* LRH ones, then IPv4 byte 4 */
@@ -317,20 +318,22 @@ static void cols_fill(struct urxe_icrc_id_cols *c, uint32_t stream_len)
 }
 
 /*
- * L(@id) for a packet of @len RoCE bytes, from @t's tables.  A connected
- * transmit socket rewrites every ICRC it sends: a bulk transfer's lengths
- * (full, last, ACK, ...) stay in the cache.
+ * L(@id) for a packet of @len RoCE bytes, from @t's tables (NULL: the
+ * thread's).  A connected transmit socket rewrites every ICRC it sends: a
+ * bulk transfer's lengths (full, last, ACK, ...) stay in the cache.
  */
-static uint32_t id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
+uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
 {
 	uint32_t stream_len = len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN -
 			      URXE_ICRC_LEN;
-	struct urxe_icrc_id_cols *c = &t->cols[t->cols_last %
-					       URXE_ICRC_COLS_CACHED];
+	struct urxe_icrc_id_cols *c;
 	unsigned int k;
 
 	if (!id)
 		return 0;
+	if (!t)
+		t = &thread_ids;
+	c = &t->cols[t->cols_last % URXE_ICRC_COLS_CACHED];
 	if (c->len != stream_len) {
 		for (k = 0; k < URXE_ICRC_COLS_CACHED &&
 			    t->cols[k].len != stream_len; k++)
@@ -347,12 +350,7 @@ static uint32_t id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
 
 uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id)
 {
-	return id_delta(&thread_ids, len, id);
-}
-
-uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
-{
-	return id_delta(t, len, id);
+	return urxe_icrc_id_delta(NULL, len, id);
 }
 
 static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
@@ -385,7 +383,7 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
  */
 #define ID_GSO_SEGS 64
 
-/* Whether @id is at most @back before @s's last one, or within the window after. */
+/* Whether @id is at most @back before @s's last one, or within the window. */
 static bool id_follows(const struct urxe_icrc_id_seen *s, uint16_t id,
 		       uint64_t now_ns, uint16_t back)
 {
@@ -469,7 +467,7 @@ static int rx_match(struct urxe_icrc_ids *t, const uint8_t *roce,
 		got = roce_crc(pfx_crc(t, meta->sgid.raw, meta->dgid.raw,
 				       meta->sport, meta->dport, len),
 			       roce, covered) ^
-		      id_delta(t, len, first);
+		      urxe_icrc_id_delta(t, len, first);
 	} else {
 		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
 					      meta->sport, meta->dport, len,
@@ -483,8 +481,8 @@ static int rx_match(struct urxe_icrc_ids *t, const uint8_t *roce,
 	}
 	if (meta->ip_hdr_known || ip_len != IPV4_MIN_HDR_LEN)
 		return 0;
-	if (pred && (got ^ id_delta(t ? t : &thread_ids, len,
-				    (uint16_t)(first ^ meta->ip_id_hint))) == want) {
+	if (pred && (got ^ urxe_icrc_id_delta(t, len, (uint16_t)(first ^
+			meta->ip_id_hint))) == want) {
 		*id = meta->ip_id_hint;		/* an unconnected sender's */
 		return 1;
 	}

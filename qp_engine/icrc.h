@@ -120,7 +120,7 @@ struct urxe_icrc_ids {
 	unsigned int cols_next, cols_last;
 };
 
-/* urxe_icrc_ipv4_id_delta() from @t's tables. */
+/* urxe_icrc_ipv4_id_delta() from @t's tables (NULL: the thread's). */
 uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id);
 struct urxe_rx_meta;
 /*
