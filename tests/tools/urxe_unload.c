@@ -7,7 +7,7 @@
  * libibverbs) in MPI_Finalize: unloading must never crash, and must hand
  * back every thread and descriptor the library took.
  *
- *   urxe_unload [-n rounds] [-s state] LIB
+ *   urxe_unload [-n rounds] [-s state[,state...]] LIB
  *
  * The program does not link libibverbs: every verb comes from dlsym() on
  * LIB (the inline verbs of verbs.h go through the context's ops).  After
@@ -41,6 +41,7 @@
 struct lib {
 	void *h;
 	struct ibv_device **(*get_device_list)(int *);
+	void (*free_device_list)(struct ibv_device **);
 	struct ibv_context *(*open_device)(struct ibv_device *);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
@@ -117,6 +118,7 @@ static void lib_open(struct lib *l)
 	if (!l->h)
 		fail("dlopen %s: %s", lib_path, dlerror());
 	SYM(l, get_device_list, "ibv_get_device_list");
+	SYM(l, free_device_list, "ibv_free_device_list");
 	SYM(l, open_device, "ibv_open_device");
 	SYM(l, alloc_pd, "ibv_alloc_pd");
 	SYM(l, reg_mr, "ibv_reg_mr");
@@ -138,7 +140,8 @@ static struct ibv_context *ctx_open(struct lib *l)
 	c = l->open_device(list[0]);
 	if (!c)
 		fail("ibv_open_device: %s", strerror(errno));
-	return c;	/* the list is left too */
+	l->free_device_list(list);
+	return c;
 }
 
 static struct ibv_cq *cq_new(struct lib *l, struct ibv_context *c,
@@ -281,10 +284,14 @@ static struct ibv_cq *traffic(struct lib *l, struct ibv_context *c,
 	return cq;
 }
 
+/* The device objects stay in the library: its own to free. */
 static void st_list(struct lib *l)
 {
-	if (!l->get_device_list(NULL))
+	struct ibv_device **list = l->get_device_list(NULL);
+
+	if (!list)
 		fail("ibv_get_device_list: %s", strerror(errno));
+	l->free_device_list(list);
 }
 
 static void st_context(struct lib *l)
@@ -443,6 +450,29 @@ static const struct state {
 	{ "srq_xrcd", st_srq_xrcd },
 };
 
+/* Is @name in the comma-separated list @only (NULL: everything)? */
+static bool wanted(const char *only, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	if (!only)
+		return true;
+	for (p = only; (p = strstr(p, name)); p += n)
+		if ((p == only || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+static unsigned int count_char(const char *s, char c)
+{
+	unsigned int n = 0;
+
+	for (; *s; s++)
+		n += *s == c;
+	return n;
+}
+
 static void run_state(const struct state *s, int rounds, unsigned int fd0,
 		      unsigned int th0)
 {
@@ -475,7 +505,7 @@ int main(int argc, char **argv)
 	const char *only = NULL;
 	unsigned int fd0, th0, i;
 	int rounds = 100, opt;
-	bool ran = false;
+	unsigned int ran = 0;
 
 	while ((opt = getopt(argc, argv, "n:s:")) != -1) {
 		if (opt == 'n')
@@ -486,7 +516,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: urxe_unload [-n rounds] [-s state] LIB\n");
+		fprintf(stderr, "usage: urxe_unload [-n rounds] [-s state[,state...]] LIB\n");
 		return 2;
 	}
 	lib_path = argv[optind];
@@ -503,17 +533,17 @@ int main(int argc, char **argv)
 	fd0 = fds();
 	th0 = threads();
 	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		if (only && strcmp(only, states[i].name))
+		if (!wanted(only, states[i].name))
 			continue;
 		run_state(&states[i], rounds, fd0, th0);
-		ran = true;
+		ran++;
 	}
-	if (!only || !strcmp(only, "exit")) {
+	if (wanted(only, "exit")) {
 		check_exit();
-		ran = true;
+		ran++;
 	}
-	if (!ran) {
-		fprintf(stderr, "urxe_unload: no state %s\n", only);
+	if (only && ran != 1 + count_char(only, ',')) {
+		fprintf(stderr, "urxe_unload: unknown state in %s\n", only);
 		return 2;
 	}
 	nftw(rundir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
