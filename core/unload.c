@@ -34,8 +34,13 @@
 static atomic_bool exiting;
 static pthread_once_t used_once = PTHREAD_ONCE_INIT;
 
-static void note_exit(void)
+/* The C++ ABI's: what atexit() calls, with this object's own handle. */
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+extern void *__dso_handle;
+
+static void note_exit(void *arg)
 {
+	(void)arg;
 	atomic_store(&exiting, true);
 }
 
@@ -45,9 +50,11 @@ static void register_exit(void)
 	 * From the first verb, so after _dl_fini's registration: handlers
 	 * run in reverse order.  A verb called from a constructor, before
 	 * main(), registers too early: then this library is taken down at
-	 * exit too, as if unloaded.
+	 * exit too, as if unloaded.  __cxa_atexit with our handle, not
+	 * atexit(): an interposed atexit (ThreadSanitizer's) registers for
+	 * the process, and would call into this library after dlclose().
 	 */
-	if (atexit(note_exit))
+	if (__cxa_atexit(note_exit, NULL, &__dso_handle))
 		urxe_warn("atexit failed: the library will be taken down at exit too");
 }
 
