@@ -442,6 +442,42 @@ static void check_exit(void)
 	puts("ok: exit: not taken down at exit(), taken down by dlclose()");
 }
 
+static unsigned int fd0, th0;	/* before the first dlopen() */
+
+/*
+ * fork() with the engine running: the child, whose instances are dead
+ * copies, unloads its copy and must be back at the baseline too (the
+ * engine thread stayed in the parent); the parent's device still works,
+ * then the parent unloads.
+ */
+static void st_fork(struct lib *l)
+{
+	struct ibv_context *c = ctx_open(l);
+	int status;
+	pid_t pid;
+
+	traffic(l, c, NULL, 20);
+	pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* Only this thread came along (TSan's own did not either). */
+		unsigned int th = threads();
+
+		if (dlclose(l->h))
+			_exit(10);
+		if (dlopen(lib_path, RTLD_NOW | RTLD_NOLOAD))
+			_exit(11);
+		_exit(threads() != th ? 12 : fds() != fd0 ? 13 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		fail("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail("fork: the child that unloaded ended with status %#x (10: dlclose failed, 11: still loaded, 12: threads, 13: descriptors)",
+		     status);
+	traffic(l, c, NULL, 0);
+}
+
 static const struct state {
 	const char *name;
 	void (*make)(struct lib *l);
@@ -453,6 +489,7 @@ static const struct state {
 	{ "busy", st_busy },
 	{ "channel", st_channel },
 	{ "srq_xrcd", st_srq_xrcd },
+	{ "fork", st_fork },
 };
 
 /* Is @name in the comma-separated list @only (NULL: everything)? */
@@ -478,8 +515,7 @@ static unsigned int count_char(const char *s, char c)
 	return n;
 }
 
-static void run_state(const struct state *s, int rounds, unsigned int fd0,
-		      unsigned int th0)
+static void run_state(const struct state *s, int rounds)
 {
 	struct lib l;
 	int i;
@@ -508,7 +544,7 @@ static void run_state(const struct state *s, int rounds, unsigned int fd0,
 int main(int argc, char **argv)
 {
 	const char *only = NULL;
-	unsigned int fd0, th0, i;
+	unsigned int i;
 	int rounds = 100, opt;
 	unsigned int ran = 0;
 	pthread_t t;
@@ -547,7 +583,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
 		if (!wanted(only, states[i].name))
 			continue;
-		run_state(&states[i], rounds, fd0, th0);
+		run_state(&states[i], rounds);
 		ran++;
 	}
 	if (wanted(only, "exit")) {
