@@ -7,7 +7,10 @@
  * libibverbs) in MPI_Finalize: unloading must never crash, and must hand
  * back every thread and descriptor the library took.
  *
- *   urxe_unload [-n rounds] [-s state[,state...]] LIB
+ *   urxe_unload [-n rounds] [-s state[,state...]] [-d device] LIB
+ *
+ * -d is the URXE_DEVICES line (default "rxe0 netdev lo backend udp"); the
+ * packet backend needs CAP_NET_RAW: without root, exit 77 (skipped).
  *
  * The program does not link libibverbs: every verb comes from dlsym() on
  * LIB (the inline verbs of verbs.h go through the context's ops).  After
@@ -543,32 +546,38 @@ static void run_state(const struct state *s, int rounds)
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
+	const char *only = NULL, *device = "rxe0 netdev lo backend udp";
 	unsigned int i;
 	int rounds = 100, opt;
 	unsigned int ran = 0;
 	pthread_t t;
 
-	while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:d:")) != -1) {
 		if (opt == 'n')
 			rounds = atoi(optarg);
 		else if (opt == 's')
 			only = optarg;
+		else if (opt == 'd')
+			device = optarg;
 		else
 			return 2;
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: urxe_unload [-n rounds] [-s state[,state...]] LIB\n");
+		fprintf(stderr, "usage: urxe_unload [-n rounds] [-s state[,state...]] [-d device] LIB\n");
 		return 2;
 	}
 	lib_path = argv[optind];
+	if (strstr(device, "backend packet") && geteuid()) {
+		puts("SKIP: the packet backend needs CAP_NET_RAW (root)");
+		return 77;
+	}
 	/* A private runtime directory and device; removed at the end. */
 	if (!mkdtemp(rundir)) {
 		perror("mkdtemp");
 		return 2;
 	}
 	setenv("URXE_RUNDIR", rundir, 1);
-	setenv("URXE_DEVICES", "rxe0 netdev lo backend udp", 1);
+	setenv("URXE_DEVICES", device, 1);
 	unsetenv("URXE_CONFIG");
 	snprintf(xrc_file, sizeof(xrc_file), "%s/unload-xrcd", rundir);
 	alarm(240);	/* bounded: a hang dies of SIGALRM */
