@@ -102,6 +102,7 @@ static int ctx_open(struct urxe_ibdev *ibdev, int cmd_fd, struct urxe_ctx **out)
 	struct stat st;
 	int rc;
 
+	urxe_lib_used();
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -192,6 +193,19 @@ URXE_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 	return urxe_ret_null(rc, c ? &c->vctx.context : NULL);
 }
 
+static void ctx_close(struct urxe_ctx *c)
+{
+	struct ibv_context *context = &c->vctx.context;
+
+	urxe_pd_release_imports(context);
+	close(context->cmd_fd);
+	urxe_dev_async_del(c->dev, &c->async);
+	urxe_evpipe_fini(&c->async);
+	pthread_mutex_destroy(&context->mutex);
+	urxe_dev_put(c->dev);
+	free(c);
+}
+
 URXE_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct urxe_ctx *c;
@@ -200,14 +214,19 @@ URXE_EXPORT int ibv_close_device(struct ibv_context *context)
 		return urxe_ret_minus1(-EINVAL);
 	c = to_uctx(context);
 	ctx_list_del(c);
-	urxe_pd_release_imports(context);
-	close(context->cmd_fd);
-	urxe_dev_async_del(c->dev, &c->async);
-	urxe_evpipe_fini(&c->async);
-	pthread_mutex_destroy(&context->mutex);
-	urxe_dev_put(c->dev);
-	free(c);
+	ctx_close(c);
 	return 0;
+}
+
+/* Unloading: the contexts the application left open close. */
+void urxe_ctx_unload(void)
+{
+	struct urxe_ctx *c;
+
+	while ((c = ctxs)) {
+		ctxs = c->next;
+		ctx_close(c);
+	}
 }
 
 URXE_EXPORT int ibv_get_async_event(struct ibv_context *context,

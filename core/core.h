@@ -41,6 +41,10 @@ struct urxe_config {
 /* In a fork()ed child: the module's locks are free again. */
 void urxe_ctx_after_fork_child(void);
 void urxe_devlist_after_fork_child(void);
+/* Unloading (unload.c): what the application left open goes. */
+void urxe_lib_used(void);
+void urxe_ctx_unload(void);
+void urxe_devlist_unload(void);
 
 /*
  * Parses one device line: "NAME netdev IF [backend udp|packet]".  Returns

@@ -80,6 +80,7 @@ URXE_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	struct ibv_device **list;
 	unsigned int i, n = 0;
 
+	urxe_lib_used();
 	cfg = malloc(sizeof(*cfg));
 	if (!cfg) {
 		errno = ENOMEM;
@@ -104,6 +105,18 @@ URXE_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	if (num_devices)
 		*num_devices = (int)n;
 	return list;
+}
+
+/* Unloading: the device objects go (nothing refers to them any more). */
+void urxe_devlist_unload(void)
+{
+	struct urxe_ibdev *d;
+
+	while ((d = known)) {
+		known = d->next;
+		free(d);
+	}
+	nknown = 0;
 }
 
 URXE_EXPORT void ibv_free_device_list(struct ibv_device **list)

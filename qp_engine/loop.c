@@ -351,6 +351,16 @@ void urxe_engine_thread_stop(struct urxe_engine *eng)
 	eng->thread_running = false;
 }
 
+void urxe_engine_thread_forget(struct urxe_engine *eng)
+{
+	if (!eng->thread_running)
+		return;
+	/* libev's destroy closes and frees; it makes no epoll_ctl call. */
+	ev_loop_destroy(eng->loop);
+	eng->loop = NULL;
+	eng->thread_running = false;
+}
+
 void urxe_engine_thread_wake(struct urxe_engine *eng)
 {
 	if (eng->thread_running)

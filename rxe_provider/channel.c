@@ -10,6 +10,19 @@
 
 #include <urxe/provider.h>
 
+static void channel_unlist(struct urxe_channel *ch)
+{
+	struct urxe_channel **pp;
+
+	pthread_mutex_lock(&ch->dev->lock);
+	for (pp = &ch->dev->channels; *pp; pp = &(*pp)->next)
+		if (*pp == ch) {
+			*pp = ch->next;
+			break;
+		}
+	pthread_mutex_unlock(&ch->dev->lock);
+}
+
 int urxe_channel_create(struct urxe_dev *dev, struct ibv_context *ctx,
 			struct ibv_comp_channel **out)
 {
@@ -32,6 +45,10 @@ int urxe_channel_create(struct urxe_dev *dev, struct ibv_context *ctx,
 	atomic_init(&ch->users, 0);
 	ch->ibv.context = ctx;
 	ch->ibv.fd = ch->ev.rd;
+	pthread_mutex_lock(&dev->lock);
+	ch->next = dev->channels;
+	dev->channels = ch;
+	pthread_mutex_unlock(&dev->lock);
 	*out = &ch->ibv;
 	return 0;
 }
@@ -43,9 +60,15 @@ int urxe_channel_destroy(struct ibv_comp_channel *ibch)
 	if (atomic_load(&ch->users) > 0)
 		return -EBUSY;
 	/* Every CQ that posted here is gone and purged its records. */
+	urxe_channel_release(ch);
+	return 0;
+}
+
+void urxe_channel_release(struct urxe_channel *ch)
+{
+	channel_unlist(ch);
 	urxe_evpipe_fini(&ch->ev);
 	free(ch);
-	return 0;
 }
 
 int urxe_channel_get_event(struct ibv_comp_channel *ibch, struct ibv_cq **cq)

@@ -249,6 +249,37 @@ void urxe_dev_put(struct urxe_dev *dev)
 	free(dev);
 }
 
+/*
+ * Unloading.  Nothing else runs in the library now (the caller is
+ * dlclose(): an application thread still in a verb would crash anyway
+ * when the code goes), so the lists are walked without their locks: the
+ * engine threads being stopped may take them.
+ */
+void urxe_dev_unload_begin(void)
+{
+	struct urxe_dev *dev;
+
+	for (dev = instances; dev; dev = dev->next)
+		if (!dev->dead)	/* a fork child's: the thread is the parent's */
+			urxe_engine_thread_stop(dev->eng);
+	for (dev = instances; dev; dev = dev->next) {
+		while (dev->channels)
+			urxe_channel_release(dev->channels);
+		while (dev->xrcds)
+			urxe_xrcd_release(dev->xrcds);
+	}
+	urxe_xrc_unload();
+}
+
+/* Instances the contexts' closing left: none, unless refcounts leaked. */
+void urxe_dev_unload_end(void)
+{
+	while (instances) {
+		instances->refcnt = 1;
+		urxe_dev_put(instances);
+	}
+}
+
 void urxe_dev_after_fork_child(void)
 {
 	struct urxe_dev *dev;

@@ -548,8 +548,11 @@ int urxe_dev_transport_init(struct urxe_dev *dev)
 
 void urxe_dev_transport_fini(struct urxe_dev *dev)
 {
+	/* Inherited across fork(): the thread and sockets are the parent's. */
+	if (dev->dead)
+		urxe_engine_thread_forget(dev->eng);
+	urxe_engine_destroy(dev->eng);
 	if (!dev->dead) {
-		urxe_engine_destroy(dev->eng);
 		if (dev->udp)
 			urxe_udp_close(dev->udp);
 		if (dev->pkt)

@@ -401,6 +401,26 @@ static pthread_mutex_t views_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct xs_view *views;
 static unsigned int nviews, views_cap;
 
+/*
+ * Unloading: every domain's file goes, whatever still refers to it (the
+ * engine threads have stopped; the QPs and SRQs stay as memory).
+ */
+void urxe_xrc_unload(void)
+{
+	struct urxe_xrc_dom *d;
+
+	while ((d = doms)) {
+		doms = d->next;
+		munmap(d->f, sizeof(*d->f));
+		close(d->fd);
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+	}
+	free(views);
+	views = NULL;
+	nviews = views_cap = 0;
+}
+
 void urxe_xrc_after_fork_child(void)
 {
 	struct urxe_xrc_dom *d;

@@ -215,8 +215,7 @@ int urxe_xrcd_open(struct urxe_dev *dev, struct ibv_context *ctx,
 	atomic_init(&x->users, 0);
 	if (attr->fd == -1) {
 		x->domain_id = 1ull << 63 | atomic_fetch_add(&private_ids, 1);
-		*out = &x->ibv;
-		return 0;
+		goto out;
 	}
 	/* Holding the file keeps its inode number from being reused. */
 	x->file_fd = fcntl(attr->fd, F_DUPFD_CLOEXEC, 0);
@@ -227,6 +226,11 @@ int urxe_xrcd_open(struct urxe_dev *dev, struct ibv_context *ctx,
 	rc = open_shared(x, attr->fd, attr->oflags);
 	if (rc)
 		goto err_file;
+out:
+	pthread_mutex_lock(&dev->lock);
+	x->next = dev->xrcds;
+	dev->xrcds = x;
+	pthread_mutex_unlock(&dev->lock);
 	*out = &x->ibv;
 	return 0;
 
@@ -246,6 +250,26 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 			 atomic_load(&x->users));
 		return -EBUSY;
 	}
+	urxe_xrcd_release(x);
+	return 0;
+}
+
+static void xrcd_unlist(struct urxe_xrcd *x)
+{
+	struct urxe_xrcd **pp;
+
+	pthread_mutex_lock(&x->dev->lock);
+	for (pp = &x->dev->xrcds; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	pthread_mutex_unlock(&x->dev->lock);
+}
+
+void urxe_xrcd_release(struct urxe_xrcd *x)
+{
+	xrcd_unlist(x);
 	/*
 	 * A handle inherited across fork() shares its lock description with
 	 * the parent: touching the locks would release the parent's claim.
@@ -272,5 +296,4 @@ int urxe_xrcd_close(struct ibv_xrcd *ibx)
 	if (x->file_fd >= 0)
 		close(x->file_fd);
 	free(x);
-	return 0;
 }

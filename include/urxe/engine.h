@@ -626,6 +626,12 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 int urxe_engine_thread_start(struct urxe_engine *eng, const int *fds,
 			     unsigned int nfds);
 void urxe_engine_thread_stop(struct urxe_engine *eng);
+/*
+ * In a fork()ed child: the thread stayed in the parent.  Frees the
+ * child's copy of its loop and closes the child's copies of the loop's
+ * descriptors; the epoll set, shared with the parent, is not touched.
+ */
+void urxe_engine_thread_forget(struct urxe_engine *eng);
 /* Wakes the engine thread (a deadline moved, work was queued). */
 void urxe_engine_thread_wake(struct urxe_engine *eng);
 

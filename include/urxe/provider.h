@@ -47,7 +47,7 @@ struct urxe_dev_desc {
 
 struct urxe_dev {
 	struct urxe_dev_desc desc;
-	pthread_mutex_t lock;		/* guards iface and gids */
+	pthread_mutex_t lock;	/* guards iface, gids, channels, xrcds */
 	struct urxe_iface iface;
 	struct urxe_slot slot;
 	/* the slot's shared statistics record (the engine's counters), or NULL */
@@ -72,6 +72,9 @@ struct urxe_dev {
 	atomic_bool ip_meta;		/* receives report TOS and TTL */
 	unsigned int gso_failures;	/* GSO sends refused in a row */
 	atomic_int nsrq;		/* SRQs that exist (max_srq) */
+	/* open completion channels and XRCD handles, for unloading (lock) */
+	struct urxe_channel *channels;
+	struct urxe_xrcd *xrcds;
 	/* port events: link changes, and the contexts' async pipes (lock) */
 	struct urxe_iface_watch *link;	/* NULL: no events */
 	bool port_active;		/* as last reported */
@@ -105,6 +108,17 @@ int urxe_dev_get(const struct urxe_dev_desc *desc, struct urxe_dev **out);
 void urxe_dev_put(struct urxe_dev *dev);
 /* In a fork()ed child: every inherited instance is dead, its slot dropped. */
 void urxe_dev_after_fork_child(void);
+/*
+ * Unloading: the library is being dlclose()d with objects still open
+ * (docs/design.md, "Unloading").  Begin stops and joins every engine
+ * thread, then closes every completion channel and XRCD handle and
+ * unmaps the shared XRC domain files; the caller then closes the
+ * contexts, and end frees whatever instance is left.  No application
+ * thread may be in a verb.
+ */
+void urxe_dev_unload_begin(void);
+void urxe_dev_unload_end(void);
+void urxe_xrc_unload(void);
 /* ...and the provider's other process-wide locks are free again. */
 void urxe_mcast_after_fork_child(void);
 void urxe_import_after_fork_child(void);
@@ -184,6 +198,7 @@ struct urxe_xrcd {
 	int entry;			/* registry entry, -1: private domain */
 	uint64_t domain_id;		/* equal for all openers of one domain */
 	atomic_int users;		/* XRC SRQs / TGT QPs made through it */
+	struct urxe_xrcd *next;		/* dev->xrcds */
 };
 
 static inline struct urxe_xrcd *to_uxrcd(struct ibv_xrcd *x)
@@ -195,6 +210,8 @@ int urxe_xrcd_open(struct urxe_dev *dev, struct ibv_context *ctx,
 		   const struct ibv_xrcd_init_attr *attr, struct ibv_xrcd **out);
 /* -EBUSY while resources made through this handle live. */
 int urxe_xrcd_close(struct ibv_xrcd *xrcd);
+/* Unloading: closes @x whatever was made through it. */
+void urxe_xrcd_release(struct urxe_xrcd *x);
 
 /*
  * Event pipes: fixed-size records written whole (atomically, being under
@@ -315,6 +332,7 @@ struct urxe_channel {
 	struct urxe_dev *dev;
 	struct urxe_evpipe ev;		/* struct ibv_cq * records */
 	atomic_int users;		/* CQs reporting to it */
+	struct urxe_channel *next;	/* dev->channels */
 };
 
 static inline struct urxe_channel *to_uch(struct ibv_comp_channel *ch)
@@ -327,6 +345,8 @@ int urxe_channel_create(struct urxe_dev *dev, struct ibv_context *ctx,
 			struct ibv_comp_channel **out);
 /* -EBUSY while CQs use it. */
 int urxe_channel_destroy(struct ibv_comp_channel *ch);
+/* Unloading: closes @ch whatever uses it. */
+void urxe_channel_release(struct urxe_channel *ch);
 int urxe_channel_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
 
 /*
