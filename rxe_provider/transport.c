@@ -562,20 +562,34 @@ void urxe_dev_transport_fini(struct urxe_dev *dev)
 	pthread_mutex_destroy(&dev->bind_lock);
 }
 
+int urxe_dev_faults_read(struct urxe_dev *dev)
+{
+	const char *spec = getenv("URXE_FAULTS");
+	char why[256];
+
+	dev->faults_set = false;
+	/* Unset or empty: no injection. */
+	if (!spec || !*spec)
+		return 0;
+	if (urxe_faults_parse(spec, &dev->faults_conf, why, sizeof(why))) {
+		urxe_err("%s: URXE_FAULTS: %s", dev->desc.name, why);
+		return -EINVAL;
+	}
+	dev->faults_set = true;
+	return 0;
+}
+
 /*
- * URXE_FAULTS and URXE_PCAP, read when the sockets open.  A bad value is
- * reported and ignored: the program runs as it would without it.
+ * URXE_FAULTS (checked when the device opened) and URXE_PCAP, set up when
+ * the sockets open.  A capture that cannot be written is reported and
+ * left out: the program runs as it would without it.
  */
 void urxe_dev_debug_knobs(struct urxe_dev *dev)
 {
-	const char *faults = getenv("URXE_FAULTS"), *pcap = getenv("URXE_PCAP");
-	struct urxe_faults_conf fc;
+	const char *pcap = getenv("URXE_PCAP");
 
-	if (faults && *faults) {
-		if (urxe_faults_parse(faults, &fc))
-			urxe_err("URXE_FAULTS=%s: expected drop=P,dup=P,reorder=P,corrupt=P,seed=N (P in [0,1], summing to at most 1); ignored",
-				 faults);
-		else if (!urxe_faults_create(&fc, &dev->faults))
+	if (dev->faults_set) {
+		if (!urxe_faults_create(&dev->faults_conf, &dev->faults))
 			dev->tx = calloc(1, sizeof(*dev->tx));
 		if (dev->faults && !dev->tx) {
 			urxe_faults_destroy(dev->faults);

@@ -410,8 +410,13 @@ enum urxe_fault {
 
 struct urxe_faults;
 
-/* "drop=0.05,dup=0.01,reorder=0.01,corrupt=0.01,seed=7"; -EINVAL if bad. */
-int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf);
+/*
+ * "drop=0.05,dup=0.01,reorder=0.01,corrupt=0.01,seed=7,limit=N".  -EINVAL
+ * if anything in it is wrong, with the reason, naming the token, in @why
+ * (@len bytes; may be NULL).
+ */
+int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf,
+		      char *why, size_t len);
 int urxe_faults_create(const struct urxe_faults_conf *conf,
 		       struct urxe_faults **out);
 void urxe_faults_destroy(struct urxe_faults *f);
