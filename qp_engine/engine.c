@@ -102,6 +102,10 @@ const char *const urxe_counter_names[URXE_CNT__COUNT] = {
 	[URXE_CNT_DROPPED] = "dropped",
 	[URXE_CNT_DROPPED_ICRC] = "dropped_icrc",
 	[URXE_CNT_DROPPED_NO_QP] = "dropped_no_qp",
+	[URXE_CNT_FAULT_DROP] = "fault_drop",
+	[URXE_CNT_FAULT_DUP] = "fault_dup",
+	[URXE_CNT_FAULT_REORDER] = "fault_reorder",
+	[URXE_CNT_FAULT_CORRUPT] = "fault_corrupt",
 };
 
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out)

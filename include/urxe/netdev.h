@@ -381,9 +381,10 @@ struct urxe_capture_pkt {
 	uint16_t ip_id;
 	const uint8_t *roce;		/* BTH .. ICRC */
 	uint32_t len;
+	const char *comment;		/* the frame's pcapng comment, or NULL */
 };
 
-/* Opens the capture @spec (%p = pid) through a dlopen()ed libpcap. */
+/* Opens the pcapng capture file @spec (%p = pid). */
 int urxe_capture_open(const char *spec, const uint8_t mac[6],
 		      struct urxe_capture **out);
 void urxe_capture_close(struct urxe_capture *c);
