@@ -88,7 +88,8 @@ static size_t put_opt(uint8_t *p, uint16_t code, const void *val, size_t len)
 	uint16_t h[2] = { code, (uint16_t)len };
 
 	memcpy(p, h, 4);
-	memcpy(p + 4, val, len);
+	if (len)
+		memcpy(p + 4, val, len);
 	memset(p + 4 + len, 0, pad4(len) - len);
 	return 4 + pad4(len);
 }
