@@ -138,15 +138,12 @@ static const uint8_t *corrupt(struct urxe_dev_tx *t, unsigned int k,
 	return t->corrupt[k];
 }
 
-/* The fate of the packet at @b, counted. */
+/* The fate of the packet at @b (QPN, PSN and opcode from its BTH). */
 static enum urxe_fault decide(struct urxe_dev *dev, const uint8_t *b)
 {
-	enum urxe_fault f = urxe_faults_decide(dev->faults,
+	return urxe_faults_decide(dev->faults,
 		(uint32_t)b[5] << 16 | b[6] << 8 | b[7],
 		(uint32_t)b[9] << 16 | b[10] << 8 | b[11], b[0], false);
-
-	count_fault(dev, f);
-	return f;
 }
 
 unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
@@ -172,6 +169,7 @@ unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
 		t->note[k] = NULL;
 		switch (f) {
 		case URXE_FAULT_DROP:
+			count_fault(dev, f);
 			capture_dropped(dev, &pkts[i], data, len);
 			continue;
 		case URXE_FAULT_CORRUPT:
@@ -179,15 +177,20 @@ unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
 			break;
 		case URXE_FAULT_REORDER:
 			if (!t->held_len) {
+				count_fault(dev, f);
 				memcpy(t->held, data, len);
 				t->held_len = len;
 				t->held_pkt = pkts[i];
 				continue;
 			}
+			/* One is held already: this one goes, the held after. */
+			f = URXE_FAULT_NONE;
 			break;
 		default:
 			break;
 		}
+		/* Counted where it happens: a count has its frame. */
+		count_fault(dev, f);
 		one_piece(&out[k++], &pkts[i], data, len);
 		if (f == URXE_FAULT_DUP && k < 2 * URXE_DEV_FAULTS_BATCH) {
 			out[k] = out[k - 1];
