@@ -240,10 +240,11 @@ static size_t build_epb(struct urxe_capture *c, size_t len, bool tx,
 
 void urxe_capture_write(struct urxe_capture *c, const struct urxe_capture_pkt *p)
 {
-	size_t hl, n, len = p->len;
+	size_t hl, n, len;
 
 	if (!c)
 		return;
+	len = p->len;
 	if (len > sizeof(c->frame) - 14 - 40 - 8)
 		len = sizeof(c->frame) - 14 - 40 - 8;
 	pthread_mutex_lock(&c->lock);
