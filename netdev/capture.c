@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * URXE_PCAP: every frame a process sends and receives, written as a full
- * Ethernet/IP/UDP/RoCE frame to a pcap file (one per process with %p).
- * libpcap is loaded with dlopen() only when capturing: Debian's libpcap
- * drags in dbus, systemd and more, which no verbs program should carry.
+ * Ethernet/IP/UDP/RoCE frame to a pcapng file (one per process with %p).
+ * pcapng, written here by hand (a section header, one interface, an
+ * enhanced packet block per frame), because its packet blocks carry what
+ * classic pcap cannot: the direction (epb_flags) and a comment on the
+ * frames URXE_FAULTS touched ("urxe fault: dropped ..."), so a reader of
+ * the capture sees what the injector did; libpcap (which writes classic
+ * pcap only), tcpdump, tshark and the validator all read it.
  * A UDP socket hides the IP header, so it is rebuilt: addresses, ports,
  * TOS/TTL as the socket reported them and the IPv4 ID the caller knows
  * (0 for what urxe sends; solved from the ICRC for what it receives), so
  * that the ICRC of every captured frame checks.
  */
-#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <urxe/log.h>
@@ -24,28 +28,30 @@
 
 #include "ipudp.h"
 
-#define DLT_EN10MB 1
+#define LINKTYPE_ETHERNET 1
 #define SNAPLEN 262144
+#define FRAME_MAX (14 + 40 + 8 + 9216)
+#define COMMENT_MAX 256
 
-/* The few libpcap entry points used, with their real prototypes' shapes. */
-struct pcap_pkthdr_compat {
-	struct timeval ts;
-	uint32_t caplen;
-	uint32_t len;
-};
+/* pcapng block types and option codes (pcapng spec, section 4) */
+#define BT_SHB 0x0A0D0D0Au
+#define BT_IDB 0x00000001u
+#define BT_EPB 0x00000006u
+#define BYTE_ORDER_MAGIC 0x1A2B3C4Du
+#define OPT_ENDOFOPT 0
+#define OPT_COMMENT 1
+#define EPB_FLAGS 2
+#define EPB_INBOUND 1u		/* epb_flags bits 0-1: direction */
+#define EPB_OUTBOUND 2u
 
 struct urxe_capture {
 	pthread_mutex_t lock;
-	void *lib;
-	void *pcap;
-	void *dumper;
-	void (*dump)(unsigned char *, const struct pcap_pkthdr_compat *,
-		     const unsigned char *);
-	int (*flush)(void *);
-	void (*dump_close)(void *);
-	void (*close)(void *);
+	int fd;
+	bool failed;			/* a write failed (reported once) */
 	uint8_t mac[6];
-	uint8_t frame[14 + 40 + 8 + 9216];
+	uint8_t frame[FRAME_MAX];
+	/* one enhanced packet block: header, frame, options, trailer */
+	uint8_t blk[28 + FRAME_MAX + 4 + 8 + 4 + COMMENT_MAX + 4 + 4 + 4];
 };
 
 static void expand_path(const char *spec, char *out, size_t len)
@@ -65,64 +71,118 @@ static void expand_path(const char *spec, char *out, size_t len)
 	out[n] = '\0';
 }
 
+static size_t pad4(size_t n)
+{
+	return (n + 3) & ~(size_t)3;
+}
+
+/* Host order throughout: the section's byte-order magic says which. */
+static size_t put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+	return 4;
+}
+
+static size_t put_opt(uint8_t *p, uint16_t code, const void *val, size_t len)
+{
+	uint16_t h[2] = { code, (uint16_t)len };
+
+	memcpy(p, h, 4);
+	if (len)
+		memcpy(p + 4, val, len);
+	memset(p + 4 + len, 0, pad4(len) - len);
+	return 4 + pad4(len);
+}
+
+/* Ends a block of @n bytes so far at @b: end of options, total length. */
+static size_t close_block(uint8_t *b, size_t n, bool opts)
+{
+	if (opts)
+		n += put_opt(b + n, OPT_ENDOFOPT, NULL, 0);
+	n += 4;
+	put32(b + 4, (uint32_t)n);
+	put32(b + n - 4, (uint32_t)n);
+	return n;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The section header and the one interface: an Ethernet "wire". */
+static int write_header(int fd)
+{
+	static const char app[] = "urxe (URXE_PCAP)";
+	uint8_t b[128];
+	size_t n = 0, m;
+	uint16_t v[2] = { 1, 0 };		/* pcapng 1.0 */
+	uint16_t lt[2] = { LINKTYPE_ETHERNET, 0 };
+	int64_t section_len = -1;		/* not given */
+
+	n += put32(b, BT_SHB) + 4;
+	n += put32(b + n, BYTE_ORDER_MAGIC);
+	memcpy(b + n, v, 4);
+	memcpy(b + n + 4, &section_len, 8);
+	n += 12;
+	n += put_opt(b + n, 4, app, sizeof(app) - 1);	/* shb_userappl */
+	n = close_block(b, n, true);
+	m = n;
+	n += put32(b + n, BT_IDB) + 4;
+	memcpy(b + n, lt, 4);
+	n += 4;
+	n += put32(b + n, SNAPLEN);
+	n = m + close_block(b + m, n - m, false);
+	return write_all(fd, b, n);
+}
+
 int urxe_capture_open(const char *spec, const uint8_t mac[6],
 		      struct urxe_capture **out)
 {
-	void *(*open_dead)(int, int);
-	void *(*dump_open)(void *, const char *);
 	char path[4096];
 	struct urxe_capture *c;
+	int rc;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->lib = dlopen("libpcap.so.0.8", RTLD_NOW | RTLD_LOCAL);
-	if (!c->lib)
-		c->lib = dlopen("libpcap.so", RTLD_NOW | RTLD_LOCAL);
-	if (!c->lib) {
-		urxe_err("URXE_PCAP: cannot load libpcap (install libpcap0.8): %s",
-			 dlerror());
-		free(c);
-		return -ENOENT;
-	}
-	open_dead = (void *(*)(int, int))dlsym(c->lib, "pcap_open_dead");
-	dump_open = (void *(*)(void *, const char *))dlsym(c->lib, "pcap_dump_open");
-	*(void **)&c->dump = dlsym(c->lib, "pcap_dump");
-	*(void **)&c->flush = dlsym(c->lib, "pcap_dump_flush");
-	*(void **)&c->dump_close = dlsym(c->lib, "pcap_dump_close");
-	*(void **)&c->close = dlsym(c->lib, "pcap_close");
-	if (!open_dead || !dump_open || !c->dump || !c->flush ||
-	    !c->dump_close || !c->close)
-		goto err_lib;
 	expand_path(spec, path, sizeof(path));
-	c->pcap = open_dead(DLT_EN10MB, SNAPLEN);
-	if (!c->pcap)
-		goto err_lib;
-	c->dumper = dump_open(c->pcap, path);
-	if (!c->dumper) {
+	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (c->fd < 0) {
+		rc = -errno;
+		urxe_err("URXE_PCAP: cannot write %s: %s", path, strerror(-rc));
+		free(c);
+		return rc;
+	}
+	rc = write_header(c->fd);
+	if (rc) {
 		urxe_err("URXE_PCAP: cannot write %s", path);
-		c->close(c->pcap);
-		goto err_lib;
+		close(c->fd);
+		free(c);
+		return rc;
 	}
 	memcpy(c->mac, mac, 6);
 	pthread_mutex_init(&c->lock, NULL);
 	urxe_info("capturing to %s", path);
 	*out = c;
 	return 0;
-
-err_lib:
-	dlclose(c->lib);
-	free(c);
-	return -EIO;
 }
 
 void urxe_capture_close(struct urxe_capture *c)
 {
 	if (!c)
 		return;
-	c->dump_close(c->dumper);
-	c->close(c->pcap);
-	dlclose(c->lib);
+	close(c->fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -146,22 +206,55 @@ static size_t build_headers(struct urxe_capture *c,
 	return 14 + urxe_ipudp_build(f + 14, &h, p->roce, len);
 }
 
+/* The enhanced packet block of the frame in c->frame (@len bytes). */
+static size_t build_epb(struct urxe_capture *c, size_t len, bool tx,
+			const char *comment)
+{
+	uint8_t *b = c->blk;
+	struct timespec ts;
+	uint64_t us;
+	uint32_t flags = tx ? EPB_OUTBOUND : EPB_INBOUND;
+	size_t n = 0, clen;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* if_tsresol absent: microseconds */
+	us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	n += put32(b, BT_EPB) + 4;
+	n += put32(b + n, 0);			/* interface 0 */
+	n += put32(b + n, (uint32_t)(us >> 32));
+	n += put32(b + n, (uint32_t)us);
+	n += put32(b + n, (uint32_t)len);	/* captured */
+	n += put32(b + n, (uint32_t)len);	/* on the wire */
+	memcpy(b + n, c->frame, len);
+	memset(b + n + len, 0, pad4(len) - len);
+	n += pad4(len);
+	n += put_opt(b + n, EPB_FLAGS, &flags, 4);
+	if (comment && *comment) {
+		clen = strlen(comment);
+		if (clen > COMMENT_MAX)
+			clen = COMMENT_MAX;
+		n += put_opt(b + n, OPT_COMMENT, comment, clen);
+	}
+	return close_block(b, n, true);
+}
+
 void urxe_capture_write(struct urxe_capture *c, const struct urxe_capture_pkt *p)
 {
-	struct pcap_pkthdr_compat h;
-	size_t hl, len = p->len;
+	size_t hl, n, len;
 
 	if (!c)
 		return;
+	len = p->len;
 	if (len > sizeof(c->frame) - 14 - 40 - 8)
 		len = sizeof(c->frame) - 14 - 40 - 8;
 	pthread_mutex_lock(&c->lock);
 	hl = build_headers(c, p, p->len);
 	memcpy(c->frame + hl, p->roce, len);
-	gettimeofday(&h.ts, NULL);
-	h.caplen = h.len = (uint32_t)(hl + len);
-	c->dump((unsigned char *)c->dumper, &h, c->frame);
-	/* Flushed per frame: a crashing process still leaves its truth. */
-	c->flush(c->dumper);
+	n = build_epb(c, hl + len, p->tx, p->comment);
+	/* One write per frame: a crashing process still leaves its truth. */
+	if (write_all(c->fd, c->blk, n) && !c->failed) {
+		c->failed = true;	/* said once: this is the packet path */
+		urxe_warn("URXE_PCAP: a frame could not be written (disk full?); the capture is incomplete");
+	}
 	pthread_mutex_unlock(&c->lock);
 }

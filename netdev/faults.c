@@ -8,9 +8,16 @@
  * falls silent after its Nth fault: a program that exits as soon as its
  * own work is done (ibv_rc_pingpong) cannot answer a retransmission of its
  * peer's last message, so a test of it wants a clean tail.
+ *
+ * The parser is strict — an unknown key, a bad number, an empty token, a
+ * key given twice refuse the whole spec with a reason naming the token —
+ * because a misspelt spec that injected nothing would let a "lossy" test
+ * pass on a perfect wire.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,60 +40,113 @@ struct urxe_faults {
 	struct occ occ[OCC_SLOTS];
 };
 
-static int parse_prob(const char *v, double *out)
-{
-	char *end;
-	double p = strtod(v, &end);
+/* The keys, in the order the error message lists them. */
+static const char *const keys[] = {
+	"drop", "dup", "reorder", "corrupt", "seed", "limit",
+};
+#define KNOWN "known: drop, dup, reorder, corrupt (probabilities in [0, 1]), seed, limit (integers)"
 
-	if (end == v || *end || p < 0 || p > 1)
-		return -EINVAL;
-	*out = p;
-	return 0;
+/* Writes the reason a spec is refused into @why (if any); -EINVAL. */
+__attribute__((format(printf, 3, 4)))
+static int refuse(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
 }
 
-static int parse_u64(const char *v, uint64_t *out)
+/* A probability: a plain decimal in [0, 1] (no NaN, no inf, no hex). */
+static bool parse_prob(const char *v, double *out)
+{
+	char *end;
+	double p;
+
+	if (!*v || strspn(v, "0123456789.eE+-") != strlen(v))
+		return false;
+	p = strtod(v, &end);
+	if (end == v || *end || !(p >= 0 && p <= 1))
+		return false;
+	*out = p;
+	return true;
+}
+
+static bool parse_u64(const char *v, uint64_t *out)
 {
 	char *end;
 
 	errno = 0;
 	*out = strtoull(v, &end, 0);
-	return *v && *v != '-' && !*end && !errno ? 0 : -EINVAL;
+	return *v >= '0' && *v <= '9' && !*end && !errno;
 }
 
-int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf)
+/* One "key=value" token into @conf; @seen: the keys given so far. */
+static int parse_token(char *tok, struct urxe_faults_conf *conf,
+		       unsigned int *seen, char *why, size_t len)
 {
-	char buf[256], *tok, *save = NULL;
+	double *probs[] = { &conf->drop, &conf->dup, &conf->reorder,
+			    &conf->corrupt };
+	uint64_t *ints[] = { &conf->seed, &conf->limit };
+	char *eq = strchr(tok, '=');
+	unsigned int k;
+
+	if (!eq)
+		return refuse(why, len, "token \"%s\" is not key=value (" KNOWN ")",
+			      tok);
+	*eq = '\0';
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (!strcmp(tok, keys[k]))
+			break;
+	if (k == sizeof(keys) / sizeof(keys[0]))
+		return refuse(why, len, "unknown token \"%s=%s\" (" KNOWN ")",
+			      tok, eq + 1);
+	if (*seen & 1u << k)
+		return refuse(why, len, "\"%s\" given twice", tok);
+	*seen |= 1u << k;
+	if (k < 4 && !parse_prob(eq + 1, probs[k]))
+		return refuse(why, len, "bad token \"%s=%s\": %s is a probability in [0, 1]",
+			      tok, eq + 1, tok);
+	if (k >= 4 && !parse_u64(eq + 1, ints[k - 4]))
+		return refuse(why, len, "bad token \"%s=%s\": %s is an integer in [0, 2^64)",
+			      tok, eq + 1, tok);
+	return 0;
+}
+
+int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf,
+		      char *why, size_t len)
+{
+	char buf[256], *tok, *next;
+	unsigned int seen = 0;
+	int rc;
 
 	memset(conf, 0, sizeof(*conf));
-	if (!spec || strlen(spec) >= sizeof(buf))
-		return -EINVAL;
+	if (why && len)
+		why[0] = '\0';
+	if (!spec || !*spec)
+		return refuse(why, len, "empty (" KNOWN ")");
+	if (strlen(spec) >= sizeof(buf))
+		return refuse(why, len, "longer than %zu characters",
+			      sizeof(buf) - 1);
 	strcpy(buf, spec);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		int rc = 0;
-
-		if (!eq)
-			return -EINVAL;
-		*eq++ = '\0';
-		if (!strcmp(tok, "drop"))
-			rc = parse_prob(eq, &conf->drop);
-		else if (!strcmp(tok, "dup"))
-			rc = parse_prob(eq, &conf->dup);
-		else if (!strcmp(tok, "reorder"))
-			rc = parse_prob(eq, &conf->reorder);
-		else if (!strcmp(tok, "corrupt"))
-			rc = parse_prob(eq, &conf->corrupt);
-		else if (!strcmp(tok, "seed"))
-			rc = parse_u64(eq, &conf->seed);
-		else if (!strcmp(tok, "limit"))
-			rc = parse_u64(eq, &conf->limit);
-		else
-			rc = -EINVAL;
+	/* Every token counts: an empty one (",,", a trailing comma) too. */
+	for (tok = buf; tok; tok = next) {
+		next = strchr(tok, ',');
+		if (next)
+			*next++ = '\0';
+		if (!*tok)
+			return refuse(why, len, "empty token in \"%s\"", spec);
+		rc = parse_token(tok, conf, &seen, why, len);
 		if (rc)
 			return rc;
 	}
 	if (conf->drop + conf->dup + conf->reorder + conf->corrupt > 1)
-		return -EINVAL;
+		return refuse(why, len, "drop + dup + reorder + corrupt = %g, more than 1",
+			      conf->drop + conf->dup + conf->reorder +
+			      conf->corrupt);
 	return 0;
 }
 

@@ -102,6 +102,10 @@ const char *const urxe_counter_names[URXE_CNT__COUNT] = {
 	[URXE_CNT_DROPPED] = "dropped",
 	[URXE_CNT_DROPPED_ICRC] = "dropped_icrc",
 	[URXE_CNT_DROPPED_NO_QP] = "dropped_no_qp",
+	[URXE_CNT_FAULT_DROP] = "fault_drop",
+	[URXE_CNT_FAULT_DUP] = "fault_dup",
+	[URXE_CNT_FAULT_REORDER] = "fault_reorder",
+	[URXE_CNT_FAULT_CORRUPT] = "fault_corrupt",
 };
 
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out)
@@ -475,28 +479,70 @@ void urxe_qp_error(struct urxe_eqp *qp, enum ibv_event_type ev)
 		qp->fatal(qp, ev);
 }
 
-static void qp_reset(struct urxe_eqp *qp)
+/*
+ * Modify to RESET (IBA 10.3.1): the QP keeps its attributes, nothing of
+ * its connection.  Its queues are emptied (the provider drops their
+ * completions), no message is under way either way, no timer armed, and
+ * the next connection starts with MSN 0, full retry budgets and no RTT
+ * estimate — the path may be another.  The PSNs are not cleared: the
+ * modifies back to RTR and RTS must set them (rq_psn, sq_psn).  Kernel
+ * rxe's rxe_qp_reset clears the same state.
+ */
+static void reset_requester(struct urxe_eqp *qp)
 {
-	if (qp->type == IBV_QPT_XRC_RECV)
-		urxe_resp_xrc_release(qp);
 	qp->sq_next = qp->sq_comp = atomic_load(&qp->sq.cons);
 	atomic_store(&qp->sq.prod, qp->sq_next);
-	atomic_store(&qp->rq.prod, atomic_load(&qp->rq.cons));
 	qp->rd_outstanding = 0;
 	qp->unacked_pkts = 0;
+	qp->resending = false;
+	qp->resend_end = qp->psn;
+	qp->resp_pkts = 0;
+	atomic_store_explicit(&qp->streaming, false, memory_order_relaxed);
+}
+
+static void reset_completer(struct urxe_eqp *qp)
+{
+	qp->last_retired_psn = urxe_psn_add(qp->psn, URXE_PSN_MASK);
+	qp->acked_psn = qp->psn;
+	qp->retx_deadline = 0;
+	qp->rnr_deadline = 0;
+	qp->progress_ns = 0;
+	qp->srtt_ns = 0;
+	qp->rto_ns = 0;
+	qp->rtt_active = false;
+	qp->retries_left = qp->attr.retry_cnt;
+	qp->rnr_left = qp->attr.rnr_retry;
+}
+
+static void reset_responder(struct urxe_eqp *qp)
+{
+	/* A TGT QP's WQE goes back to its SRQ's CQ, as it always has. */
+	if (qp->type == IBV_QPT_XRC_RECV)
+		urxe_resp_xrc_release(qp);
+	atomic_store(&qp->rq.prod, atomic_load(&qp->rq.cons));
+	qp->msn = 0;
 	qp->rq_active = false;
-	qp->ack_pending = false;
+	qp->rq_off = 0;
+	/* An SRQ's WQE taken for a message cut short is lost with it. */
+	qp->srq_held = false;
 	if (qp->wr_mem)
 		urxe_mem_put(qp->wr_mem);
 	qp->wr_mem = NULL;
+	qp->wr_va = 0;
 	qp->wr_resid = 0;
-	qp->retx_deadline = 0;
-	qp->rnr_deadline = 0;
-	qp->resp_pkts = 0;
+	qp->ack_pending = false;
+	qp->ack_psn = 0;
 	qp->nak_seq_sent = false;
 	qp->rd_res_next = 0;
 	if (qp->rd_res)
 		memset(qp->rd_res, 0, qp->rd_res_n * sizeof(*qp->rd_res));
+}
+
+static void qp_reset(struct urxe_eqp *qp)
+{
+	reset_requester(qp);
+	reset_completer(qp);
+	reset_responder(qp);
 }
 
 int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
@@ -535,6 +581,9 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 		qp->attr.sq_psn = a->sq_psn & URXE_PSN_MASK;
 		qp->psn = qp->attr.sq_psn;
 		qp->acked_psn = qp->psn;
+		qp->resend_end = qp->psn;
+		/* A rewind before the first retirement resumes here. */
+		qp->last_retired_psn = urxe_psn_add(qp->psn, URXE_PSN_MASK);
 	}
 	if (mask & IBV_QP_RQ_PSN) {
 		qp->attr.rq_psn = a->rq_psn & URXE_PSN_MASK;

@@ -17,8 +17,9 @@
 _Static_assert(URXE_CNT__COUNT <= URXE_STATS_COUNTERS,
 	       "the statistics record has room for every counter");
 
-#define QP_COUNTERS (URXE_CNT__COUNT < URXE_STATS_QP_COUNTERS ?	\
-		     URXE_CNT__COUNT : URXE_STATS_QP_COUNTERS)
+_Static_assert(URXE_CNT__QP <= URXE_STATS_QP_COUNTERS,
+	       "the statistics record has room for every counter of a QP");
+#define QP_COUNTERS URXE_CNT__QP
 
 static uint64_t packets(struct urxe_engine *eng)
 {

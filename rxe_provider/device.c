@@ -102,6 +102,9 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	dev->slot.fd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->xrc_lock, NULL);
+	rc = urxe_dev_faults_read(dev);
+	if (rc)
+		goto err_free;
 	rc = claim_slot(desc, &dev->slot);
 	if (rc)
 		goto err_free;

@@ -40,6 +40,13 @@ int urxe_recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
 /* transport.c: the engine and sockets of an instance. */
 struct urxe_dev;
 int urxe_dev_transport_init(struct urxe_dev *dev);
+/*
+ * Reads URXE_FAULTS into dev->faults_conf (used when the sockets open):
+ * 0, or -EINVAL, logged with the reason, when the spec is bad — the
+ * device does not open then (a spec that injected nothing would let a
+ * test of a lossy wire pass on a perfect one).
+ */
+int urxe_dev_faults_read(struct urxe_dev *dev);
 void urxe_dev_transport_fini(struct urxe_dev *dev);
 
 /* xrcd.c: the host-wide registry of XRC domains (file "xrcd"). */

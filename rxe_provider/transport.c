@@ -21,7 +21,6 @@
 
 #define RX_BATCH 16
 #define RX_BUF 65536			/* a GRO datagram: up to 64 KiB */
-#define FAULT_BUF 9216			/* one packet, jumbo frames included */
 
 #define URXE_DEV_TX_BATCH 32
 #define URXE_BUDGET_PKT_BYTES 4096
@@ -49,15 +48,6 @@ struct gso_batch {
 	struct seg segs[2 * URXE_DEV_TX_BATCH];
 	unsigned int seg0[2 * URXE_DEV_TX_BATCH];	/* g[i]'s first seg */
 	unsigned int nseg[2 * URXE_DEV_TX_BATCH];
-};
-
-/* Fault injection's scratch: the batch, corrupted copies, the held packet. */
-struct urxe_dev_tx {
-	struct urxe_pkt faulted[2 * URXE_DEV_TX_BATCH];
-	uint8_t corrupt[2 * URXE_DEV_TX_BATCH][FAULT_BUF];
-	uint8_t held[FAULT_BUF];
-	size_t held_len;
-	struct urxe_pkt held_pkt;
 };
 
 /* The udp backend's buffers (the progress lock's, like the engine's). */
@@ -125,7 +115,7 @@ static void out_from_pkt(struct urxe_udp_out *o, const struct urxe_pkt *p,
 void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
 			   const struct iovec *iov, unsigned int n)
 {
-	static __thread uint8_t flat[FAULT_BUF];
+	static __thread uint8_t flat[URXE_DEV_PKT_BUF];
 
 	if (n == 1) {
 		c->roce = iov->iov_base;
@@ -139,106 +129,34 @@ void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
 
 /* Records a packet as it left (after fault injection), with its IP ID. */
 static void capture_pkt(struct urxe_dev *dev, const struct urxe_udp_out *o,
-			const struct iovec *iov, unsigned int n, uint16_t ip_id)
+			const struct iovec *iov, unsigned int n, uint16_t ip_id,
+			const char *note)
 {
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst,
 		.sport = urxe_udp_sport(dev->udp, o->sport),
 		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64,
-		.ip_id = ip_id,
+		.ip_id = ip_id, .comment = note,
 	};
 
 	urxe_dev_capture_sent(dev, &c, iov, n);
 }
 
+/* @note: the fault injector's comment on it, or NULL. */
 static void capture_out(struct urxe_dev *dev, const struct urxe_udp_out *o,
-			const struct seg *segs)
+			const struct seg *segs, const char *note)
 {
 	unsigned int i, n = 0;
 
 	if (!o->gso_size) {
-		capture_pkt(dev, o, o->iov, o->niov, 0);
+		capture_pkt(dev, o, o->iov, o->niov, 0, note);
 		return;
 	}
 	for (i = 0; n < o->niov; i++) {
 		capture_pkt(dev, o, o->iov + segs[i].iov0, segs[i].niov,
-			    (uint16_t)i);
+			    (uint16_t)i, NULL);
 		n = segs[i].iov0 + segs[i].niov;
 	}
-}
-
-/* @p, whole in one piece at @buf (@len bytes). */
-static void one_piece(struct urxe_pkt *out, const struct urxe_pkt *p,
-		      const uint8_t *buf, size_t len)
-{
-	*out = *p;
-	out->iov[0].iov_base = (void *)(uintptr_t)buf;
-	out->iov[0].iov_len = len;
-	out->niov = 1;
-	out->len = (uint32_t)len;
-}
-
-unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
-				   const struct urxe_pkt *pkts, unsigned int n,
-				   struct urxe_pkt *out)
-{
-	struct urxe_dev_tx *t = dev->tx;
-	unsigned int i, k = 0;
-
-	if (n > URXE_DEV_FAULTS_BATCH)
-		n = URXE_DEV_FAULTS_BATCH;
-	for (i = 0; i < n; i++) {
-		const uint8_t *b = pkts[i].iov[0].iov_base, *data = b;
-		enum urxe_fault f = urxe_faults_decide(dev->faults,
-			(uint32_t)b[5] << 16 | b[6] << 8 | b[7],
-			(uint32_t)b[9] << 16 | b[10] << 8 | b[11], b[0], false);
-		size_t len = pkts[i].iov[0].iov_len;
-		bool flat = pkts[i].niov > 1;
-
-		if (flat) {
-			data = t->corrupt[k];
-			len = urxe_iov_gather(pkts[i].iov, pkts[i].niov,
-					      t->corrupt[k], FAULT_BUF);
-		}
-		switch (f) {
-		case URXE_FAULT_DROP:
-			continue;
-		case URXE_FAULT_CORRUPT:
-			if (!flat)
-				memcpy(t->corrupt[k], b, len);
-			t->corrupt[k][len / 2] ^= 0x20;
-			data = t->corrupt[k];
-			break;
-		case URXE_FAULT_REORDER:
-			if (!t->held_len) {
-				memcpy(t->held, data, len);
-				t->held_len = len;
-				t->held_pkt = pkts[i];
-				continue;
-			}
-			break;
-		default:
-			break;
-		}
-		one_piece(&out[k++], &pkts[i], data, len);
-		if (f == URXE_FAULT_DUP && k < 2 * URXE_DEV_TX_BATCH) {
-			out[k] = out[k - 1];
-			k++;
-		}
-		if (t->held_len && f != URXE_FAULT_REORDER) {
-			/*
-			 * The held packet goes after this one, from a copy of
-			 * its own: held may take another packet before this
-			 * batch leaves.
-			 */
-			memcpy(t->corrupt[k], t->held, t->held_len);
-			one_piece(&out[k], &t->held_pkt, t->corrupt[k],
-				  t->held_len);
-			k++;
-			t->held_len = 0;
-		}
-	}
-	return k;
 }
 
 static bool same_flow(const struct urxe_udp_out *a,
@@ -355,7 +273,7 @@ static void gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o,
 		one.iov = o->iov + segs[i].iov0;
 		one.niov = segs[i].niov;
 		if (urxe_udp_send(dev->udp, &one, 1, NULL) == 1 && dev->cap)
-			capture_pkt(dev, &one, one.iov, one.niov, 0);
+			capture_pkt(dev, &one, one.iov, one.niov, 0, NULL);
 	}
 }
 
@@ -391,7 +309,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			out[i].fixed_ids = true;
 		}
 	} else if (dev->faults) {
-		struct urxe_pkt *faulted = dev->tx->faulted;
+		struct urxe_pkt *faulted = urxe_dev_faulted(dev);
 
 		k = urxe_dev_faults_apply(dev, pkts, n, faulted);
 		for (i = 0; i < k; i++)
@@ -430,7 +348,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		if (dev->cap) {
 			for (i = sent; i < sent + (unsigned int)rc; i++) {
 				segs = merged ? &gb->segs[gb->seg0[i]] : NULL;
-				capture_out(dev, &send[i], segs);
+				capture_out(dev, &send[i], segs, dev->faults ?
+					    urxe_dev_fault_note(dev, i) : NULL);
 			}
 		}
 		sent += (unsigned int)rc;
@@ -559,32 +478,23 @@ void urxe_dev_transport_fini(struct urxe_dev *dev)
 			urxe_dev_packet_unbind(dev);
 		urxe_capture_close(dev->cap);
 	}
-	urxe_faults_destroy(dev->faults);
-	free(dev->tx);
+	urxe_dev_faults_stop(dev);
 	free(dev->rx);
 	pthread_mutex_destroy(&dev->bind_lock);
 }
 
 /*
- * URXE_FAULTS and URXE_PCAP, read when the sockets open.  A bad value is
- * reported and ignored: the program runs as it would without it.
+ * URXE_FAULTS (checked when the device opened) and URXE_PCAP, set up when
+ * the sockets open.  A capture that cannot be written is reported and
+ * left out: the program runs as it would without it.
  */
 void urxe_dev_debug_knobs(struct urxe_dev *dev)
 {
-	const char *faults = getenv("URXE_FAULTS"), *pcap = getenv("URXE_PCAP");
-	struct urxe_faults_conf fc;
+	const char *pcap = getenv("URXE_PCAP");
 
-	if (faults && *faults) {
-		if (urxe_faults_parse(faults, &fc))
-			urxe_err("URXE_FAULTS=%s: expected drop=P,dup=P,reorder=P,corrupt=P,seed=N (P in [0,1], summing to at most 1); ignored",
-				 faults);
-		else if (!urxe_faults_create(&fc, &dev->faults))
-			dev->tx = calloc(1, sizeof(*dev->tx));
-		if (dev->faults && !dev->tx) {
-			urxe_faults_destroy(dev->faults);
-			dev->faults = NULL;
-		}
-	}
+	if (urxe_dev_faults_start(dev))
+		urxe_err("%s: URXE_FAULTS: out of memory: injecting nothing",
+			 dev->desc.name);
 	if (pcap && *pcap)
 		urxe_capture_open(pcap, dev->iface.mac, &dev->cap);
 }
@@ -593,10 +503,7 @@ void urxe_dev_debug_knobs_undo(struct urxe_dev *dev)
 {
 	urxe_capture_close(dev->cap);
 	dev->cap = NULL;
-	urxe_faults_destroy(dev->faults);
-	dev->faults = NULL;
-	free(dev->tx);
-	dev->tx = NULL;
+	urxe_dev_faults_stop(dev);
 }
 
 static int bind_locked(struct urxe_dev *dev)

@@ -50,11 +50,12 @@ static uint16_t pkt_sport(void *priv, uint16_t sport)
 }
 
 static void capture_tx(struct urxe_dev *dev, const struct urxe_packet_out *o,
-		       uint16_t ip_id)
+		       uint16_t ip_id, const char *note)
 {
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst, .sport = o->sport,
 		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64, .ip_id = ip_id,
+		.comment = note,
 	};
 
 	urxe_dev_capture_sent(dev, &c, o->iov, o->niov);
@@ -129,7 +130,11 @@ static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		}
 		if (dev->cap)
 			for (i = sent; i < sent + (unsigned int)rc; i++)
-				capture_tx(dev, &out[i], ip_id[i]);
+				/* (no GSO grouping with faults: i is
+				 * the injector's index) */
+				capture_tx(dev, &out[i], ip_id[i],
+					   dev->faults ?
+					   urxe_dev_fault_note(dev, i) : NULL);
 		sent += (unsigned int)rc;
 	}
 	if (sent < k && sent)

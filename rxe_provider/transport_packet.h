@@ -70,6 +70,18 @@ static void name(type *out, unsigned int k)				\
 }
 /* Packets urxe_dev_faults_apply() takes at most (it makes up to twice as many). */
 #define URXE_DEV_FAULTS_BATCH 32
+/* One packet's bytes, jumbo frames included. */
+#define URXE_DEV_PKT_BUF 9216
+/*
+ * transport_faults.c.  Sets up the injector of URXE_FAULTS (as read by
+ * urxe_dev_faults_read) when the sockets open: dev->faults and its
+ * scratch dev->tx, or neither (0, or -ENOMEM: then no injection, which
+ * the bind reports); urxe_dev_faults_stop() undoes it.
+ */
+int urxe_dev_faults_start(struct urxe_dev *dev);
+void urxe_dev_faults_stop(struct urxe_dev *dev);
+/* Room for the batch urxe_dev_faults_apply() makes (2 x the batch). */
+struct urxe_pkt *urxe_dev_faulted(struct urxe_dev *dev);
 /*
  * URXE_FAULTS: what the wire does to the packets of a transmit batch —
  * dropped ones vanish, duplicated ones go twice, corrupted ones go with a
@@ -82,5 +94,11 @@ static void name(type *out, unsigned int k)				\
 unsigned int urxe_dev_faults_apply(struct urxe_dev *dev,
 				   const struct urxe_pkt *pkts, unsigned int n,
 				   struct urxe_pkt *out);
+/*
+ * It counts each fault (URXE_CNT_FAULT_*) and, for URXE_PCAP, captures a
+ * dropped packet with a comment saying so; the comment on packet @i of
+ * the batch it made (duplicate, reordered, corrupted), or NULL.
+ */
+const char *urxe_dev_fault_note(struct urxe_dev *dev, unsigned int i);
 
 #endif

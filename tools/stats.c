@@ -138,7 +138,7 @@ static void print_qps(const struct urxe_stats_snap *s)
 		printf("\t\tqpn 0x%06x %s %s", q->qpn, type_name(q->type),
 		       state_name(q->state));
 		/* Packets always; the rest (retransmissions, RNR...) if any. */
-		for (c = 0; c < s->nqp_counters && c < URXE_CNT__COUNT; c++)
+		for (c = 0; c < s->nqp_counters && c < URXE_CNT__QP; c++)
 			if (c == URXE_CNT_SENT_PKTS || c == URXE_CNT_RCVD_PKTS ||
 			    q->cnt[c])
 				printf(" %s %llu", urxe_counter_names[c],

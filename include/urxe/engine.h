@@ -233,8 +233,19 @@ enum urxe_counter {
 	URXE_CNT_DROPPED,		/* malformed */
 	URXE_CNT_DROPPED_ICRC,		/* bad ICRC */
 	URXE_CNT_DROPPED_NO_QP,		/* no such QP, or another transport */
+	/*
+	 * What URXE_FAULTS did to the packets sent (the provider's transport
+	 * counts them): the device's only, never a QP's.
+	 */
+	URXE_CNT_FAULT_DROP,
+	URXE_CNT_FAULT_DUP,
+	URXE_CNT_FAULT_REORDER,
+	URXE_CNT_FAULT_CORRUPT,
 	URXE_CNT__COUNT,
 };
+
+/* The counters a QP has too (its row of `urxe stats --qp`): those before. */
+#define URXE_CNT__QP URXE_CNT_FAULT_DROP
 
 extern const char *const urxe_counter_names[URXE_CNT__COUNT];
 

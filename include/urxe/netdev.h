@@ -381,9 +381,10 @@ struct urxe_capture_pkt {
 	uint16_t ip_id;
 	const uint8_t *roce;		/* BTH .. ICRC */
 	uint32_t len;
+	const char *comment;		/* the frame's pcapng comment, or NULL */
 };
 
-/* Opens the capture @spec (%p = pid) through a dlopen()ed libpcap. */
+/* Opens the pcapng capture file @spec (%p = pid). */
 int urxe_capture_open(const char *spec, const uint8_t mac[6],
 		      struct urxe_capture **out);
 void urxe_capture_close(struct urxe_capture *c);
@@ -410,8 +411,13 @@ enum urxe_fault {
 
 struct urxe_faults;
 
-/* "drop=0.05,dup=0.01,reorder=0.01,corrupt=0.01,seed=7"; -EINVAL if bad. */
-int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf);
+/*
+ * "drop=0.05,dup=0.01,reorder=0.01,corrupt=0.01,seed=7,limit=N".  -EINVAL
+ * if anything in it is wrong, with the reason, naming the token, in @why
+ * (@len bytes; may be NULL).
+ */
+int urxe_faults_parse(const char *spec, struct urxe_faults_conf *conf,
+		      char *why, size_t len);
 int urxe_faults_create(const struct urxe_faults_conf *conf,
 		       struct urxe_faults **out);
 void urxe_faults_destroy(struct urxe_faults *f);

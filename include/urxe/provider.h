@@ -67,6 +67,8 @@ struct urxe_dev {
 	struct urxe_dev_rx *rx;		/* udp backend buffers (rx, GSO) */
 	struct urxe_dev_tx *tx;		/* fault injection scratch */
 	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */
+	struct urxe_faults_conf faults_conf;	/* ... as read at open */
+	bool faults_set;		/* ... if it was set */
 	struct urxe_capture *cap;	/* URXE_PCAP, or NULL */
 	bool gso;			/* send runs of packets as one (UDP GSO) */
 	atomic_bool ip_meta;		/* receives report TOS and TTL */

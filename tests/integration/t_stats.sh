@@ -11,9 +11,18 @@
 # lists each instance with its RC QP in RTS and that QP's own packets;
 # counters only grow between samples.  After both exit, `urxe stats` shows
 # no open instance, and `--all` still shows the two exited instances' last
-# figures, at least those seen mid-run.  Plus the CLI's exit codes: no
+# figures, at least those seen mid-run, and fault_drop is exactly the
+# 2 x 150 drops the injectors' limit allows.  Plus the CLI's exit codes: no
 # instance is not an error, an unknown NAME is (1), a bad option is a
 # usage error (2).
+# Fault injection that cannot silently do nothing: a misspelt URXE_FAULTS
+# makes ibv_devinfo and ibv_rc_pingpong fail to open rxe0 with a log line
+# naming the bad token (ibv_devices still lists it); a short pingpong with
+# every kind of fault (in a runtime directory of its own) shows each kind
+# counted by `urxe stats` (fault_drop, fault_dup, fault_reorder,
+# fault_corrupt), and its URXE_PCAP captures, read by tshark, carry a
+# pcapng comment on each frame the injector touched: as many as it
+# counted, kind by kind.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
@@ -32,7 +41,8 @@ LIB="LD_LIBRARY_PATH=$B/lib"
 FAULTS="URXE_FAULTS=drop=0.05,seed=1,limit=150"
 NAMES=(sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err
        send_rnr_err rcvd_seq_err completer_retry_err retry_exceeded_err
-       retry_rnr_exceeded_err send_err dropped dropped_icrc dropped_no_qp)
+       retry_rnr_exceeded_err send_err dropped dropped_icrc dropped_no_qp
+       fault_drop fault_dup fault_reorder fault_corrupt)
 
 # counter NAME COUNTER: COUNTER's value in the first device block of the
 # stats run NAME ("	sent_pkts                506"; QP lines start "qpn").
@@ -151,6 +161,10 @@ check "after the run: rcvd_pkts $final_rcvd >= 2 x 1500 x 4" \
 check "after the run: 5% loss shows: received < sent ($final_rcvd < $final_sent)" \
 	test "${final_rcvd:-0}" -lt "${final_sent:-0}"
 check "after the run: retries $final_retries > 0" test "${final_retries:-0}" -gt 0
+check "after the run: fault_drop $(counter after_all fault_drop) is the injectors' limit, 2 x 150" \
+	test "$(counter after_all fault_drop)" = 300
+check "after the run: no other kind of fault was injected" \
+	test "$(counter after_all fault_dup)$(counter after_all fault_reorder)$(counter after_all fault_corrupt)" = 000
 if [ -s "$(out mid_1)" ]; then
 	check "after the run: nothing went back since mid-run" \
 		test "${final_sent:-0}" -ge "$(counter mid_1 sent_pkts)" -a \
@@ -160,5 +174,78 @@ capture all_name urxe_cli stats --all rxe0
 expect_rc "urxe stats --all rxe0 exits 0" 0 all_name
 capture all_other urxe_cli stats --all rxe9
 expect_rc "urxe stats --all rxe9 (never opened) exits 1" 1 all_other
+
+# --- URXE_FAULTS misspelt: the device does not open -------------------------
+
+T_LIMIT=20
+for spec in dorp=0.1 drop=5% "drop=0.1,"; do
+	capture bad_spec as_user "URXE_FAULTS=$spec" "$LIB" ibv_devinfo -d rxe0
+	if [ "$RC" -ne 0 ] && grep -q "^urxe: error: rxe0: URXE_FAULTS: .*\"${spec%%,*}" "$(err bad_spec)"; then
+		pass "URXE_FAULTS=$spec: ibv_devinfo fails (exit $RC): $(grep -m1 URXE_FAULTS "$(err bad_spec)")"
+	else
+		fail "URXE_FAULTS=$spec: ibv_devinfo exit $RC, or no log line naming the bad token"
+		show bad_spec
+	fi
+done
+capture bad_list as_user URXE_FAULTS=dorp=0.1 "$LIB" ibv_devices
+expect_rc "URXE_FAULTS=dorp=0.1: ibv_devices still lists the devices (exit 0)" 0 bad_list
+expect_match "... rxe0 among them" bad_list '^ +rxe0 '
+next_port port
+capture bad_pp as_user URXE_FAULTS=dorp=0.1 "$LIB" ibv_rc_pingpong -d rxe0 \
+	-g 0 -p "$port" localhost
+check "URXE_FAULTS=dorp=0.1: ibv_rc_pingpong fails at once (exit $RC)" \
+	test "$RC" -ne 0 -a "$RC" -ne 124
+expect_match "... saying which token is wrong" bad_pp \
+	'URXE_FAULTS: unknown token "dorp=0.1" \(known: drop, dup, reorder, corrupt' err
+
+# --- every kind of fault, counted and marked in the captures ----------------
+
+# A runtime directory of its own: its records hold this run's counts only.
+RUN2=$WORK/run2
+mkdir -m 1777 "$RUN2"
+KINDS="URXE_FAULTS=drop=0.02,dup=0.02,reorder=0.02,corrupt=0.02,seed=5,limit=60"
+CAP="URXE_PCAP=$WORK/tmp/kinds-%p.pcap"
+T_LIMIT=120
+next_port port
+args=(ibv_rc_pingpong -d rxe0 -g 0 -p "$port" -s 4096 -n 300)
+serve ksrv "$port" as_user "URXE_RUNDIR=$RUN2" "$KINDS" "$CAP" "$LIB" "${args[@]}" ||
+	{ show ksrv; die "the server did not start listening on TCP $port"; }
+kpid=$BG_PID
+capture kcli as_user "URXE_RUNDIR=$RUN2" "$KINDS" "$CAP" "$LIB" "${args[@]}" localhost
+kcrc=$RC
+reap "$kpid"
+check "every kind of fault: ibv_rc_pingpong server and client exit 0 ($RC, $kcrc)" \
+	test "$RC" -eq 0 -a "$kcrc" -eq 0
+T_LIMIT=20
+capture kinds as_user "URXE_RUNDIR=$RUN2" "$B/bin/urxe" stats --all
+sed 's/^/#     | /' "$(out kinds)"
+mapfile -t caps < <(ls "$WORK"/tmp/kinds-*.pcap 2>/dev/null)
+check "every kind of fault: two URXE_PCAP files (${#caps[@]})" test "${#caps[@]}" -eq 2
+if ! command -v tshark >/dev/null; then
+	note "SKIP: tshark is not installed: the captures' comments are not read"
+	caps=()
+fi
+: >"$WORK/out/comments"
+for f in "${caps[@]}"; do
+	capture tshark_c tshark -r "$f" -Y frame.comment -T fields -e frame.comment
+	[ "$RC" -eq 0 ] || fail "tshark -r $f: exit $RC"
+	cat "$(out tshark_c)" >>"$WORK/out/comments"
+done
+for kind in drop:dropped dup:duplicate reorder:reordered corrupt:corrupted; do
+	n=$(counter kinds "fault_${kind%%:*}")
+	c=$(grep -c "^urxe fault: ${kind##*:} " "$WORK/out/comments" || true)
+	check "fault_${kind%%:*} $n > 0" test "${n:-0}" -gt 0
+	[ "${#caps[@]}" -eq 2 ] || continue
+	# A packet held back for reordering when its process exits never
+	# leaves, so it is counted and never captured: one per process.
+	if [ "$kind" = reorder:reordered ]; then
+		check "tshark: $c frames with the comment \"urxe fault: ${kind##*:}\", $n counted (at most 2 held at exit)" \
+			test "$c" -le "${n:-0}" -a "$c" -ge $((${n:-0} - 2))
+	else
+		check "tshark: $c frames with the comment \"urxe fault: ${kind##*:}\", as many as counted ($n)" \
+			test "$c" -eq "${n:-0}"
+	fi
+done
+[ ! -s "$WORK/out/comments" ] || note "e.g. $(grep -m1 corrupted "$WORK/out/comments")"
 
 finish

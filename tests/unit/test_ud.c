@@ -319,28 +319,41 @@ START_TEST(grh_ipv4)
 END_TEST
 
 /*
- * Reads the URXE_PCAP file: @npkts frames (each sent once and received
- * once), every one a UD SEND_ONLY of at most @mtu payload bytes.
- * Ethernet 14 + IPv4 20 + UDP 8 before the BTH; BTH 12 + DETH 8 + ICRC 4.
+ * Reads the URXE_PCAP file (pcapng, host order): @npkts frames (each sent
+ * once and received once), every one a UD SEND_ONLY of at most @mtu
+ * payload bytes.  Blocks: a section header, an interface, then one
+ * enhanced packet block (type 6) per frame, its captured length at byte
+ * 20 and the frame at 28.  Ethernet 14 + IPv4 20 + UDP 8 before the BTH;
+ * BTH 12 + DETH 8 + ICRC 4.
  */
 static void check_capture(unsigned int npkts, uint32_t mtu)
 {
-	uint8_t hdr[16], frame[14 + 20 + 8 + 12 + 8 + 4096 + 4];
+	uint8_t blk[28 + 14 + 20 + 8 + 12 + 8 + 4096 + 4 + 512];
+	const uint8_t *frame = blk + 28;
 	FILE *f = fopen(pcap_file, "rb");
-	unsigned int n = 0;
-	uint32_t len;
+	unsigned int n = 0, blocks = 0;
+	uint32_t type, len, caplen;
 
 	ck_assert_msg(f != NULL, "no capture %s", pcap_file);
-	ck_assert_uint_eq(fread(frame, 1, 24, f), 24);	/* file header */
-	while (fread(hdr, 1, 16, f) == 16) {
-		memcpy(&len, hdr + 8, 4);		/* caplen, host order */
-		ck_assert_msg(len <= sizeof(frame) && len >= 14 + 20 + 8 + 24,
-			      "frame %u: %u bytes", n, len);
-		ck_assert_uint_eq(fread(frame, 1, len, f), len);
+	while (fread(blk, 1, 8, f) == 8) {
+		memcpy(&type, blk, 4);
+		memcpy(&len, blk + 4, 4);
+		ck_assert_msg(len >= 12 && len <= sizeof(blk) && len % 4 == 0,
+			      "block %u: %u bytes", blocks, len);
+		ck_assert_uint_eq(fread(blk + 8, 1, len - 8, f), len - 8);
+		ck_assert_uint_eq(type, blocks == 0 ? 0x0A0D0D0Au :
+					blocks == 1 ? 1u : 6u);
+		blocks++;
+		if (type != 6)
+			continue;
+		memcpy(&caplen, blk + 20, 4);
+		ck_assert_msg(caplen <= len - 32 &&
+			      caplen >= 14 + 20 + 8 + 24,
+			      "frame %u: %u bytes", n, caplen);
 		ck_assert_msg(frame[14 + 20 + 8] == 0x64,
 			      "frame %u: opcode %#x, not UD SEND_ONLY", n,
 			      frame[14 + 20 + 8]);
-		ck_assert_uint_le(len - (14 + 20 + 8 + 12 + 8 + 4), mtu);
+		ck_assert_uint_le(caplen - (14 + 20 + 8 + 12 + 8 + 4), mtu);
 		n++;
 	}
 	fclose(f);

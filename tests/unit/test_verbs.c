@@ -7,7 +7,8 @@
  * (process, device), ibv_close_device, ibv_alloc_pd/ibv_dealloc_pd (EBUSY
  * with users), fork (ibv_fork_init, IBV_FORK_UNNEEDED, dead inherited
  * contexts, a fresh slot in the child), port and device attributes on lo,
- * and the packet backend refusing to open.
+ * the packet backend refusing to open, and a bad URXE_FAULTS failing the
+ * open (EINVAL).
  */
 #include <check.h>
 #include <errno.h>
@@ -472,6 +473,42 @@ START_TEST(packet_backend_opens)
 }
 END_TEST
 
+/*
+ * A bad URXE_FAULTS fails ibv_open_device with EINVAL (a spec that
+ * injected nothing would let a lossy test pass on a perfect wire); the
+ * device is still listed, and opens once the spec is good or gone.
+ */
+START_TEST(bad_faults_fail_open)
+{
+	static const char *const bad[] = { "dorp=0.1", "drop=5%", "drop=0.1," };
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_device *d;
+	size_t i;
+
+	for (i = 0; i < URXE_ARRAY_SIZE(bad); i++) {
+		setenv("URXE_FAULTS", bad[i], 1);
+		list = ibv_get_device_list(NULL);
+		ck_assert_ptr_nonnull(list);
+		d = find(list, "rxe0");
+		ck_assert_ptr_nonnull(d);
+		errno = 0;
+		ctx = ibv_open_device(d);
+		ck_assert_msg(!ctx, "URXE_FAULTS=%s: opened", bad[i]);
+		ck_assert_int_eq(errno, EINVAL);
+		ibv_free_device_list(list);
+	}
+	setenv("URXE_FAULTS", "drop=0.1,seed=2", 1);
+	ctx = open_dev("rxe0");
+	ck_assert_ptr_nonnull(ctx);
+	close_ctx(ctx);
+	setenv("URXE_FAULTS", "", 1);		/* empty: no faults */
+	ctx = open_dev("rxe0");
+	ck_assert_ptr_nonnull(ctx);
+	close_ctx(ctx);
+}
+END_TEST
+
 static Suite *verbs_suite(void)
 {
 	Suite *s = suite_create("verbs");
@@ -487,6 +524,7 @@ static Suite *verbs_suite(void)
 	tcase_add_test(tc, same_device_object);
 	tcase_add_test(tc, name_guid_index);
 	tcase_add_test(tc, packet_backend_opens);
+	tcase_add_test(tc, bad_faults_fail_open);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("contexts");

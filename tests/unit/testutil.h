@@ -35,6 +35,7 @@
 /* The variables urxe reads; each test starts with none of them set. */
 static const char *const tu_env_names[] = {
 	"URXE_DEVICES", "URXE_CONFIG", "URXE_RUNDIR", "XDG_CONFIG_HOME", "HOME",
+	"URXE_FAULTS",
 };
 #define TU_NENV (sizeof(tu_env_names) / sizeof(tu_env_names[0]))
 
