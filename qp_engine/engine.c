@@ -492,6 +492,7 @@ static void qp_reset(struct urxe_eqp *qp)
 	qp->wr_resid = 0;
 	qp->retx_deadline = 0;
 	qp->rnr_deadline = 0;
+	qp->flow_deadline = 0;
 	qp->resp_pkts = 0;
 	qp->nak_seq_sent = false;
 	qp->rd_res_next = 0;
@@ -775,7 +776,8 @@ static void run_timers(struct urxe_engine *eng)
 	for (i = 0; i < eng->nlive; i++) {
 		struct urxe_eqp *qp = eng->live[i];
 
-		if (qp->retx_deadline || qp->rnr_deadline) {
+		if (qp->retx_deadline || qp->rnr_deadline ||
+		    qp->flow_deadline) {
 			eng->acct = qp;
 			urxe_comp_timers(qp, now);
 			streaming_update(qp);
@@ -785,6 +787,8 @@ static void run_timers(struct urxe_engine *eng)
 			hint = qp->retx_deadline;
 		if (qp->rnr_deadline && qp->rnr_deadline < hint)
 			hint = qp->rnr_deadline;
+		if (qp->flow_deadline && qp->flow_deadline < hint)
+			hint = qp->flow_deadline;
 	}
 	if (eng->xrc_watch_due) {
 		if (now >= eng->xrc_watch_due) {

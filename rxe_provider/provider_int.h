@@ -41,6 +41,13 @@ int urxe_recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
 struct urxe_dev;
 int urxe_dev_transport_init(struct urxe_dev *dev);
 void urxe_dev_transport_fini(struct urxe_dev *dev);
+/*
+ * flow.c: UC/UD flow control toward receive sockets of this host (the
+ * engine's tx_wait, udp backend), and its end with the instance.
+ */
+uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid,
+			  uint32_t len);
+void urxe_dev_flow_free(struct urxe_dev *dev);
 
 /* xrcd.c: the host-wide registry of XRC domains (file "xrcd"). */
 #define URXE_XRCD_ENTRIES 4096

@@ -529,6 +529,7 @@ static const struct urxe_engine_ops dev_ops = {
 	.xrc_route = urxe_xrc_op_route,
 	.xrc_foreign = urxe_xrc_op_foreign,
 	.xrc_watch = urxe_xrc_op_watch,
+	.tx_wait = urxe_dev_tx_wait,
 };
 
 int urxe_dev_transport_init(struct urxe_dev *dev)
@@ -555,6 +556,7 @@ void urxe_dev_transport_fini(struct urxe_dev *dev)
 		if (dev->pkt)
 			urxe_dev_packet_unbind(dev);
 		urxe_capture_close(dev->cap);
+		urxe_dev_flow_free(dev);
 	}
 	urxe_faults_destroy(dev->faults);
 	free(dev->tx);

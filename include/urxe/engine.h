@@ -364,6 +364,7 @@ struct urxe_eqp {
 	uint32_t rtt_psn;		/* ... this PSN */
 	bool rtt_active;
 	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
+	uint64_t flow_deadline;		/* 0: UC/UD not waiting for room */
 	uint8_t retries_left;
 	uint8_t rnr_left;
 	/* responder */
@@ -434,6 +435,15 @@ struct urxe_engine_ops {
 			  union ibv_gid *gid);
 	struct urxe_eqp *(*xrc_foreign)(void *priv, uint32_t qpn);
 	void (*xrc_watch)(void *priv);
+	/*
+	 * UC and UD have no acknowledgements to pace them (may be NULL: send
+	 * at once): may a packet of @len bytes (BTH .. ICRC) leave for @dgid
+	 * now?  0: yes, and it is counted against the destination's room;
+	 * else the nanoseconds after which to ask again — the QP keeps its
+	 * WQE and waits.  Called with the progress lock held.
+	 */
+	uint64_t (*tx_wait)(void *priv, const union ibv_gid *dgid,
+			    uint32_t len);
 };
 
 /* Where an incoming frame came from, as the netdev saw it. */
