@@ -13,10 +13,12 @@
  * estimate runs out, and when there is no room the QP waits (FLOW_RETRY_NS
  * at a time, on the engine's timers) instead of losing the packet.
  *
- * What the kernel reports does not yet hold the packets charged since
- * the previous query (still in the transmit batch, or in the loopback
- * device's backlog): a new estimate is the reported room less all of
- * them.  A destination that does not drain is waited for at most
+ * What the kernel reports does not hold the packets charged and not yet
+ * handed to it (the engine's transmit batch, urxe_dev_flow_sent()): a
+ * new estimate is the reported room less those.  On loopback a datagram
+ * reaches the receiving socket inside the sender's sendmsg (the kernel
+ * runs the receive softirq as the send returns), so nothing else is on
+ * its way.  A destination that does not drain is waited for at most
  * FLOW_MAX_WAIT_NS; then packets go unchecked for FLOW_FREE_NS (what
  * does not fit is lost, as on a network) and are counted.  Remote
  * destinations cost one table lookup per packet.  No state is shared
@@ -45,7 +47,8 @@ struct flow_dst {
 	bool used;
 	bool local;			/* an address of this host */
 	int64_t room;			/* bytes it may still be sent */
-	int64_t charged;		/* sent since the last query */
+	int64_t unsent;			/* charged, not handed to the kernel */
+	uint64_t gen;			/* ... as of this batch */
 	uint64_t wait_since;		/* refused since (0: not waiting) */
 	uint64_t free_until;		/* unchecked until (a vain wait) */
 	uint64_t last;			/* last use, for replacement */
@@ -54,6 +57,7 @@ struct flow_dst {
 struct urxe_flow {
 	struct urxe_sockroom *sr;
 	struct flow_dst dst[FLOW_DSTS];
+	uint64_t gen;			/* transmit batches handed over */
 	uint64_t queries, waits, overruns;
 };
 
@@ -114,8 +118,9 @@ static bool dst_query(struct urxe_dev *dev, struct urxe_flow *f,
 			 dev->desc.name, strerror(-rc));
 		return false;
 	}
-	d->room = room - d->charged;
-	d->charged = 0;
+	if (d->gen != f->gen)
+		d->unsent = 0;		/* its batch has gone since */
+	d->room = room - d->unsent;
 	return true;
 }
 
@@ -158,8 +163,12 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 		return 0;
 	}
 	if (d->room >= cost) {
+		if (d->gen != f->gen) {
+			d->gen = f->gen;
+			d->unsent = 0;
+		}
 		d->room -= cost;
-		d->charged += cost;
+		d->unsent += cost;
 		d->wait_since = 0;
 		return 0;
 	}
@@ -177,6 +186,12 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 	d->wait_since = 0;
 	d->free_until = now + FLOW_FREE_NS;
 	return 0;
+}
+
+void urxe_dev_flow_sent(struct urxe_dev *dev)
+{
+	if (dev->flow)
+		dev->flow->gen++;
 }
 
 void urxe_dev_flow_free(struct urxe_dev *dev)

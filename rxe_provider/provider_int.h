@@ -47,6 +47,8 @@ void urxe_dev_transport_fini(struct urxe_dev *dev);
  */
 uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid,
 			  uint32_t len);
+/* The transmit batch went to the kernel: its packets are no longer unsent. */
+void urxe_dev_flow_sent(struct urxe_dev *dev);
 void urxe_dev_flow_free(struct urxe_dev *dev);
 
 /* xrcd.c: the host-wide registry of XRC domains (file "xrcd"). */

@@ -450,7 +450,10 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 				memory_order_relaxed);
 	}
 	/* The engine's packets are all accounted for, whatever the wire did. */
-	return sent || rc != -EAGAIN ? (int)n : -EAGAIN;
+	if (!sent && rc == -EAGAIN)
+		return -EAGAIN;
+	urxe_dev_flow_sent(dev);
+	return (int)n;
 }
 
 static void capture_rx(struct urxe_dev *dev, const struct urxe_udp_in *in,
