@@ -51,13 +51,14 @@ struct flow_dst {
 	uint64_t gen;			/* ... as of this batch */
 	uint64_t wait_since;		/* refused since (0: not waiting) */
 	uint64_t free_until;		/* unchecked until (a vain wait) */
-	uint64_t last;			/* last use, for replacement */
+	uint64_t last;			/* last use (f->uses), for replacement */
 };
 
 struct urxe_flow {
 	struct urxe_sockroom *sr;
 	struct flow_dst dst[FLOW_DSTS];
 	uint64_t gen;			/* transmit batches handed over */
+	uint64_t uses;			/* lookups so far */
 	uint64_t queries, waits, overruns;
 };
 
@@ -78,17 +79,20 @@ static int64_t truesize_bound(uint32_t len)
 	return (int64_t)(p + 1024);
 }
 
+/* @gid's entry; a new one (replacing the least recently used) learns
+ * whether it is local. */
 static struct flow_dst *dst_find(struct urxe_flow *f,
-				 const union ibv_gid *gid, uint64_t now)
+				 const union ibv_gid *gid)
 {
 	struct flow_dst *d, *old = &f->dst[0];
 	unsigned int i;
 	int rc;
 
+	f->uses++;
 	for (i = 0; i < FLOW_DSTS; i++) {
 		d = &f->dst[i];
 		if (d->used && urxe_gid_eq(d->gid.raw, gid->raw)) {
-			d->last = now;
+			d->last = f->uses;
 			return d;
 		}
 		if (!d->used || (old->used && d->last < old->last))
@@ -98,7 +102,7 @@ static struct flow_dst *dst_find(struct urxe_flow *f,
 	memset(d, 0, sizeof(*d));
 	d->used = true;
 	d->gid = *gid;
-	d->last = now;
+	d->last = f->uses;
 	rc = urxe_sockroom_is_local(f->sr, gid->raw);
 	d->local = rc > 0;
 	return d;
@@ -144,6 +148,26 @@ static struct urxe_flow *flow_get(struct urxe_dev *dev)
 	return f;
 }
 
+/* No room at @d: how long to wait, or 0 when it has been full too long. */
+static uint64_t dst_wait(struct urxe_dev *dev, struct urxe_flow *f,
+			 struct flow_dst *d, uint64_t now)
+{
+	if (!d->wait_since) {
+		d->wait_since = now;
+		f->waits++;
+	}
+	if (now - d->wait_since < FLOW_MAX_WAIT_NS)
+		return FLOW_RETRY_NS;
+	/* It does not drain: as on a network, what does not fit is lost. */
+	f->overruns++;
+	urxe_dbg("%s: a local receive socket stayed full for %llu ms: sending unpaced for %llu ms",
+		 dev->desc.name, FLOW_MAX_WAIT_NS / 1000000,
+		 FLOW_FREE_NS / 1000000);
+	d->wait_since = 0;
+	d->free_until = now + FLOW_FREE_NS;
+	return 0;
+}
+
 uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 {
 	struct urxe_dev *dev = priv;
@@ -154,9 +178,11 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 
 	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))
 		return 0;
+	d = dst_find(f, dgid);
+	if (!d->local)
+		return 0;		/* a remote one: never paced */
 	now = urxe_dev_now(dev);
-	d = dst_find(f, dgid, now);
-	if (!d->local || now < d->free_until)
+	if (now < d->free_until)
 		return 0;
 	if (d->room < cost && !dst_query(dev, f, d)) {
 		d->free_until = now + FLOW_GONE_NS;
@@ -172,20 +198,7 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 		d->wait_since = 0;
 		return 0;
 	}
-	if (!d->wait_since) {
-		d->wait_since = now;
-		f->waits++;
-	}
-	if (now - d->wait_since < FLOW_MAX_WAIT_NS)
-		return FLOW_RETRY_NS;
-	/* It does not drain: as on a network, what does not fit is lost. */
-	f->overruns++;
-	urxe_dbg("%s: a local receive socket stayed full for %llu ms: sending unpaced for %llu ms",
-		 dev->desc.name, FLOW_MAX_WAIT_NS / 1000000,
-		 FLOW_FREE_NS / 1000000);
-	d->wait_since = 0;
-	d->free_until = now + FLOW_FREE_NS;
-	return 0;
+	return dst_wait(dev, f, d, now);
 }
 
 void urxe_dev_flow_sent(struct urxe_dev *dev)
