@@ -364,7 +364,6 @@ struct urxe_eqp {
 	uint32_t rtt_psn;		/* ... this PSN */
 	bool rtt_active;
 	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
-	uint64_t flow_deadline;		/* 0: UC/UD not waiting for room */
 	uint8_t retries_left;
 	uint8_t rnr_left;
 	/* responder */
@@ -397,6 +396,11 @@ struct urxe_eqp {
 	 * Published to the slot's statistics record now and then.
 	 */
 	uint64_t cnt[URXE_CNT__COUNT];
+	/*
+	 * UC/UD waiting for room at a destination on this host (ops->tx_wait)
+	 * until then; 0: not waiting.  Last: the RC fields keep their places.
+	 */
+	uint64_t flow_deadline;
 };
 
 /* ---- the engine ---- */
