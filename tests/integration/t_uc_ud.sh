@@ -143,15 +143,15 @@ NOLEAK=()
 # pt RUNNER PROG CONN [SIZE]: one perftest server/client run on loopback,
 # both ends run by RUNNER (as_user, as_root).
 pt() {
-	local run=$1 prog=$2 conn=$3 size=${4:-} port name desc line
+	local runner=$1 prog=$2 conn=$3 size=${4:-} port name desc line
 	local -a n extra=()
 	next_port port
-	name="pt_${run}_${prog}_$conn${size:+_$size}"
+	name="pt_${runner}_${prog}_$conn${size:+_$size}"
 	[ -z "$size" ] || extra=(-s "$size")
-	desc="lo ($run): $prog -c $conn -x 0 -n $ITERS${size:+ -s $size}"
+	desc="lo ($runner): $prog -c $conn -x 0 -n $ITERS${size:+ -s $size}"
 	local args=("$B/bin/urxe" run -- "$prog" -d rxe0 -x 0 -c "$conn" -F
 		    -n "$ITERS" -p "$port" "${extra[@]}")
-	if ! serve "$name.srv" "$port" "$run" "${NOLEAK[@]}" URXE_LOG=debug \
+	if ! serve "$name.srv" "$port" "$runner" "${NOLEAK[@]}" URXE_LOG=debug \
 		"${args[@]}"; then
 		reap "$BG_PID"
 		fail "$desc: the server did not start listening on TCP $port"
@@ -159,7 +159,7 @@ pt() {
 		return
 	fi
 	local spid=$BG_PID
-	capture "$name.cli" "$run" "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}" \
+	capture "$name.cli" "$runner" "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}" \
 		localhost
 	local crc=$RC
 	reap "$spid"
@@ -203,12 +203,12 @@ done
 
 RUNNERS=(as_user)
 [ "$ROOT" -eq 0 ] || RUNNERS+=(as_root)
-for run in "${RUNNERS[@]}"; do
+for r in "${RUNNERS[@]}"; do
 	for prog in ib_send_bw ib_send_lat; do
-		pt "$run" "$prog" UC 2
-		pt "$run" "$prog" UC 65536
-		pt "$run" "$prog" UD 2
-		pt "$run" "$prog" UD 4096
+		pt "$r" "$prog" UC 2
+		pt "$r" "$prog" UC 65536
+		pt "$r" "$prog" UD 2
+		pt "$r" "$prog" UD 4096
 	done
 done
 pt as_user ib_write_bw UC
