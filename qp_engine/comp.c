@@ -433,6 +433,10 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 {
+	if (qp->flow_deadline && now >= qp->flow_deadline) {
+		qp->flow_deadline = 0;	/* UC/UD: ask for room again */
+		urxe_qp_schedule(qp);
+	}
 	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
 		qp->rnr_deadline = 0;
 		qp->retx_deadline = 0;
@@ -482,6 +486,7 @@ void urxe_comp_flush(struct urxe_eqp *qp)
 	qp->sq_next = qp->sq_comp;
 	qp->retx_deadline = 0;
 	qp->rnr_deadline = 0;
+	qp->flow_deadline = 0;
 	qp->rd_outstanding = 0;
 	qp->resp_pkts = 0;
 }

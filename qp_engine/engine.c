@@ -497,6 +497,7 @@ static void reset_requester(struct urxe_eqp *qp)
 	qp->resending = false;
 	qp->resend_end = qp->psn;
 	qp->resp_pkts = 0;
+	qp->flow_deadline = 0;
 	atomic_store_explicit(&qp->streaming, false, memory_order_relaxed);
 }
 
@@ -824,7 +825,8 @@ static void run_timers(struct urxe_engine *eng)
 	for (i = 0; i < eng->nlive; i++) {
 		struct urxe_eqp *qp = eng->live[i];
 
-		if (qp->retx_deadline || qp->rnr_deadline) {
+		if (qp->retx_deadline || qp->rnr_deadline ||
+		    qp->flow_deadline) {
 			eng->acct = qp;
 			urxe_comp_timers(qp, now);
 			streaming_update(qp);
@@ -834,6 +836,8 @@ static void run_timers(struct urxe_engine *eng)
 			hint = qp->retx_deadline;
 		if (qp->rnr_deadline && qp->rnr_deadline < hint)
 			hint = qp->rnr_deadline;
+		if (qp->flow_deadline && qp->flow_deadline < hint)
+			hint = qp->flow_deadline;
 	}
 	if (eng->xrc_watch_due) {
 		if (now >= eng->xrc_watch_due) {

@@ -312,13 +312,42 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		wqe->state = URXE_WQE_SENT;
 }
 
+/*
+ * UC and UD: is there room for @wqe's next packet at its destination
+ * (ops->tx_wait)?  If not, the QP keeps the WQE and asks again when its
+ * flow timer expires.  RC never asks: its window and ACKs pace it.
+ */
+static bool flow_room(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
+{
+	struct urxe_engine *eng = qp->eng;
+	uint32_t mtu = urxe_qp_mtu(qp), len;
+	struct urxe_tx_path path;
+	uint64_t wait;
+
+	if (!eng->ops->tx_wait)
+		return true;
+	if (qp->flow_deadline)
+		return false;		/* its timer asks again */
+	len = wqe->state == URXE_WQE_POSTED ? wqe->length
+					    : wqe->length - wqe->sent;
+	if (qp->type == IBV_QPT_UD && len > mtu)
+		return true;		/* sends nothing (send_wqe) */
+	wqe_path(qp, wqe, &path);
+	wait = eng->ops->tx_wait(eng->priv, path.dgid,
+				 (len < mtu ? len : mtu) + URXE_ROCE_OVERHEAD);
+	if (!wait)
+		return true;
+	urxe_timer_set(qp, &qp->flow_deadline, urxe_clock(eng) + wait);
+	return false;
+}
+
 /* May @wqe send (more) now? */
 static bool may_send(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 {
 	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
 	if (!urxe_qp_reliable(qp))
-		return true;
+		return flow_room(qp, wqe);
 	/* (After a rewind, late answers may put acked_psn ahead of psn.) */
 	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= (int32_t)qp->eng->window)
 		return false;

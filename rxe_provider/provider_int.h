@@ -48,6 +48,15 @@ int urxe_dev_transport_init(struct urxe_dev *dev);
  */
 int urxe_dev_faults_read(struct urxe_dev *dev);
 void urxe_dev_transport_fini(struct urxe_dev *dev);
+/*
+ * flow.c: UC/UD flow control toward receive sockets of this host (the
+ * engine's tx_wait, udp backend), and its end with the instance.
+ */
+uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid,
+			  uint32_t len);
+/* The transmit batch went to the kernel: its packets are no longer unsent. */
+void urxe_dev_flow_sent(struct urxe_dev *dev);
+void urxe_dev_flow_free(struct urxe_dev *dev);
 
 /* xrcd.c: the host-wide registry of XRC domains (file "xrcd"). */
 #define URXE_XRCD_ENTRIES 4096

@@ -369,7 +369,10 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 				memory_order_relaxed);
 	}
 	/* The engine's packets are all accounted for, whatever the wire did. */
-	return sent || rc != -EAGAIN ? (int)n : -EAGAIN;
+	if (!sent && rc == -EAGAIN)
+		return -EAGAIN;
+	urxe_dev_flow_sent(dev);
+	return (int)n;
 }
 
 static void capture_rx(struct urxe_dev *dev, const struct urxe_udp_in *in,
@@ -448,6 +451,7 @@ static const struct urxe_engine_ops dev_ops = {
 	.xrc_route = urxe_xrc_op_route,
 	.xrc_foreign = urxe_xrc_op_foreign,
 	.xrc_watch = urxe_xrc_op_watch,
+	.tx_wait = urxe_dev_tx_wait,
 };
 
 int urxe_dev_transport_init(struct urxe_dev *dev)
@@ -477,6 +481,7 @@ void urxe_dev_transport_fini(struct urxe_dev *dev)
 		if (dev->pkt)
 			urxe_dev_packet_unbind(dev);
 		urxe_capture_close(dev->cap);
+		urxe_dev_flow_free(dev);
 	}
 	urxe_dev_faults_stop(dev);
 	free(dev->rx);

@@ -407,6 +407,11 @@ struct urxe_eqp {
 	 * Published to the slot's statistics record now and then.
 	 */
 	uint64_t cnt[URXE_CNT__COUNT];
+	/*
+	 * UC/UD waiting for room at a destination on this host (ops->tx_wait)
+	 * until then; 0: not waiting.  Last: the RC fields keep their places.
+	 */
+	uint64_t flow_deadline;
 };
 
 /* ---- the engine ---- */
@@ -445,6 +450,15 @@ struct urxe_engine_ops {
 			  union ibv_gid *gid);
 	struct urxe_eqp *(*xrc_foreign)(void *priv, uint32_t qpn);
 	void (*xrc_watch)(void *priv);
+	/*
+	 * UC and UD have no acknowledgements to pace them (may be NULL: send
+	 * at once): may a packet of @len bytes (BTH .. ICRC) leave for @dgid
+	 * now?  0: yes, and it is counted against the destination's room;
+	 * else the nanoseconds after which to ask again — the QP keeps its
+	 * WQE and waits.  Called with the progress lock held.
+	 */
+	uint64_t (*tx_wait)(void *priv, const union ibv_gid *dgid,
+			    uint32_t len);
 };
 
 /* Where an incoming frame came from, as the netdev saw it. */

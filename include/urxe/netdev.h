@@ -243,6 +243,25 @@ int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out);
 #define URXE_UDP_TX_POOL 4
 #define URXE_UDP_MAX_FDS (2 + 2 * URXE_UDP_TX_POOL)
 
+/*
+ * Room in a UDP receive socket of this host, from the kernel
+ * (netdev/sockroom.c): NETLINK_SOCK_DIAG and NETLINK_ROUTE, which any
+ * user may ask.  Not thread-safe: the caller serializes.
+ */
+struct urxe_sockroom;
+
+int urxe_sockroom_open(struct urxe_sockroom **out);
+void urxe_sockroom_close(struct urxe_sockroom *r);
+/*
+ * The free room (SO_RCVBUF less the memory its queue holds, may be
+ * negative) of the UDP socket that datagrams to @gid (16 bytes) port
+ * @port reach; -ENOENT when no socket is bound there.
+ */
+int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
+			uint16_t port, int64_t *room);
+/* 1 when @gid is an address of this host (its network namespace), else 0. */
+int urxe_sockroom_is_local(struct urxe_sockroom *r, const uint8_t *gid);
+
 struct urxe_udp;
 
 struct urxe_udp_conf {

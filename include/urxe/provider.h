@@ -73,6 +73,9 @@ struct urxe_dev {
 	bool gso;			/* send runs of packets as one (UDP GSO) */
 	atomic_bool ip_meta;		/* receives report TOS and TTL */
 	unsigned int gso_failures;	/* GSO sends refused in a row */
+	/* UC/UD flow control (flow.c), under the progress lock */
+	struct urxe_flow *flow;
+	bool flow_off;			/* no socket diagnostics here */
 	atomic_int nsrq;		/* SRQs that exist (max_srq) */
 	/* open completion channels and XRCD handles, for unloading (lock) */
 	struct urxe_channel *channels;

@@ -168,6 +168,14 @@ runner_cmd() {
 	as_user_plain) mkcmd 0 "" "$@" ;;
 	ns_user) mkcmd 1 "$@" ;;
 	ns_user_plain) mkcmd 0 "$@" ;;
+	as_root)
+		# as_user, but as the test's own user (root when it is run as
+		# root): for what must also work privileged.
+		local save=("${AS_USER[@]}")
+		AS_USER=()
+		mkcmd 1 "" "$@"
+		AS_USER=("${save[@]}")
+		;;
 	ns_user_cap)
 		# ns_user with CAP_NET_RAW (inherited and ambient: it survives
 		# the execs of env and the program) for the packet backend.
@@ -187,6 +195,7 @@ runner_cmd() {
 # ldd, which would otherwise run under ASan themselves.
 as_user() { runner_cmd as_user "$@"; "${CMD[@]}"; }
 as_user_plain() { runner_cmd as_user_plain "$@"; "${CMD[@]}"; }
+as_root() { runner_cmd as_root "$@"; "${CMD[@]}"; }
 ns_user() { runner_cmd ns_user "$@"; "${CMD[@]}"; }
 ns_user_plain() { runner_cmd ns_user_plain "$@"; "${CMD[@]}"; }
 ns_user_cap() { runner_cmd ns_user_cap "$@"; "${CMD[@]}"; }

@@ -14,15 +14,15 @@
 #   tcpdump records every pingpong run (one datagram per packet,
 #   URXE_GSO=0) and the project's frame validator must accept every frame;
 #   the capture must hold UC SENDs / UD SEND_ONLYs.
-#   (c) perftest on loopback: ib_send_bw -c UD, ib_send_lat -c UD,
-#       ib_send_bw -c UC, ib_send_lat -c UC, ib_write_bw -c UC: both ends
-#       exit 0 and print no "Failed status" / "Couldn't", the client prints
-#       its result line.  The ib_send_bw runs send 4 KiB messages at most
-#       50,000 a second (perftest's own rate limiter): UC and UD have no
-#       flow control, so a sender faster than its receiver loses what
-#       overflows the receive socket (~208 KiB for an ordinary user), and
-#       ib_send_bw's server then waits for ever for the lost messages —
-#       as it would on kernel rxe or any lossy fabric.
+#   (c) perftest on loopback, unpaced: ib_send_bw and ib_send_lat with
+#       -c UC at 2 B and 64 KiB and -c UD at 2 B and the MTU (4096), and
+#       ib_write_bw -c UC; as the ordinary user and (when run as root) as
+#       root: both ends exit 0 and print no "Failed status" / "Couldn't",
+#       the client prints its result line.  UC and UD have no flow
+#       control on the wire, and a sender faster than its receiver used to
+#       lose what overflowed the receive socket (ib_send_bw's server then
+#       waited for ever): between instances on one host the sender now
+#       waits for room (docs/design.md, "Flow control on one host").
 # Without root (b) and the captures are skipped.  Heavy traffic: it takes
 # turns with the other such tests (traffic_turn).
 set -euo pipefail
@@ -140,21 +140,18 @@ NOLEAK=()
 [ "${#SAN_ENV[@]}" -eq 0 ] ||
 	NOLEAK=("ASAN_OPTIONS=${URXE_TEST_ASAN_OPTIONS:-detect_leaks=1}:detect_leaks=0")
 
-# The rate limit of the unreliable ib_send_bw runs (see the top).
-PACED=(-s 4096 --rate_limit=50000 --rate_units=p --rate_limit_type=SW
-       --burst_size=8)
-
-# pt PROG CONN: one perftest server/client run on loopback.
+# pt RUNNER PROG CONN [SIZE]: one perftest server/client run on loopback,
+# both ends run by RUNNER (as_user, as_root).
 pt() {
-	local prog=$1 conn=$2 port name desc line
+	local runner=$1 prog=$2 conn=$3 size=${4:-} port name desc line
 	local -a n extra=()
 	next_port port
-	name="pt_${prog}_$conn"
-	[ "$prog" != ib_send_bw ] || extra=("${PACED[@]}")
-	desc="lo: $prog -c $conn -x 0 -n $ITERS${extra:+ ${extra[*]}}"
+	name="pt_${runner}_${prog}_$conn${size:+_$size}"
+	[ -z "$size" ] || extra=(-s "$size")
+	desc="lo ($runner): $prog -c $conn -x 0 -n $ITERS${size:+ -s $size}"
 	local args=("$B/bin/urxe" run -- "$prog" -d rxe0 -x 0 -c "$conn" -F
 		    -n "$ITERS" -p "$port" "${extra[@]}")
-	if ! serve "$name.srv" "$port" as_user "${NOLEAK[@]}" URXE_LOG=debug \
+	if ! serve "$name.srv" "$port" "$runner" "${NOLEAK[@]}" URXE_LOG=debug \
 		"${args[@]}"; then
 		reap "$BG_PID"
 		fail "$desc: the server did not start listening on TCP $port"
@@ -162,7 +159,7 @@ pt() {
 		return
 	fi
 	local spid=$BG_PID
-	capture "$name.cli" as_user "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}" \
+	capture "$name.cli" "$runner" "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}" \
 		localhost
 	local crc=$RC
 	reap "$spid"
@@ -204,11 +201,17 @@ done
 
 # --- (c) perftest on loopback -------------------------------------------------
 
-pt ib_send_bw UD
-pt ib_send_lat UD
-pt ib_send_bw UC
-pt ib_send_lat UC
-pt ib_write_bw UC
+RUNNERS=(as_user)
+[ "$ROOT" -eq 0 ] || RUNNERS+=(as_root)
+for r in "${RUNNERS[@]}"; do
+	for prog in ib_send_bw ib_send_lat; do
+		pt "$r" "$prog" UC 2
+		pt "$r" "$prog" UC 65536
+		pt "$r" "$prog" UD 2
+		pt "$r" "$prog" UD 4096
+	done
+done
+pt as_user ib_write_bw UC
 
 # --- (b) two namespaces over a veth pair --------------------------------------
 

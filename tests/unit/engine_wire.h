@@ -143,10 +143,36 @@ static inline int wire_rx(void *priv, struct urxe_engine *eng, int budget)
 	return n;
 }
 
+/*
+ * Room at the receivers for UC and UD packets (ops->tx_wait): how many
+ * more may leave, -1 for no limit; when none, a sender is told to ask
+ * again after WIRE_FLOW_RETRY_NS, and wire_waits counts it.
+ */
+#define WIRE_FLOW_RETRY_NS 20000
+static long wire_room = -1;
+static unsigned int wire_waits;
+
+static inline uint64_t wire_tx_wait(void *priv, const union ibv_gid *dgid,
+				    uint32_t len)
+{
+	(void)priv;
+	(void)dgid;
+	(void)len;
+	if (wire_room < 0)
+		return 0;
+	if (!wire_room) {
+		wire_waits++;
+		return WIRE_FLOW_RETRY_NS;
+	}
+	wire_room--;
+	return 0;
+}
+
 static const struct urxe_engine_ops wire_ops = {
 	.xmit = wire_xmit,
 	.now = wire_now,
 	.rx_poll = wire_rx,
+	.tx_wait = wire_tx_wait,
 };
 
 /* An empty wire, no loss, no rewriting, the clock at 1 s; @log: a sent_log. */
@@ -162,6 +188,8 @@ static inline void wire_setup(bool log)
 	wire_n = wire_sent = nlog = 0;
 	drop_at = -1;
 	drop_every = 0;
+	wire_room = -1;
+	wire_waits = 0;
 	mangle = NULL;
 	fake_now = 1000000000ull;
 }

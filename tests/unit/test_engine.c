@@ -1105,6 +1105,68 @@ START_TEST(uc_write_imm_loss)
 }
 END_TEST
 
+/*
+ * Flow control (ops->tx_wait): with room for 2 packets, three 3-packet
+ * SENDs send 2 packets and wait — nothing lost, nothing completed; the
+ * QP asks again when its flow timer expires, not before; with room, the
+ * rest goes and all three messages arrive whole.
+ */
+START_TEST(uc_flow_waits_for_room)
+{
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		wire_fill(nodes[0].buf + i * 4096, 3000, (uint8_t)(20 + i));
+		post_recv(&nodes[1], 1 + (uint64_t)i, 20000 + (uint64_t)i * 4096,
+			  4096);
+	}
+	wire_room = 2;
+	for (i = 0; i < 3; i++) {
+		new_wqe(&nodes[0], IBV_WR_SEND, (uint64_t)i * 4096, 3000);
+		post(&nodes[0]);
+	}
+	pump();
+	ck_assert_uint_eq(wire_sent, 2);
+	ck_assert_uint_eq(wire_waits, 1);
+	ck_assert(urxe_cq_empty(&nodes[0].cq));
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	/* Room, but the timer has not expired: the QP does not ask yet. */
+	wire_room = -1;
+	fake_now += WIRE_FLOW_RETRY_NS - 1;
+	pump();
+	ck_assert_uint_eq(wire_sent, 2);
+	fake_now += 1;
+	pump();
+	ck_assert_uint_eq(wire_sent, 9);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+		wc = poll_one(&nodes[1]);
+		ck_assert_uint_eq(wc.wr_id, 1 + (uint64_t)i);
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_uint_eq(wc.byte_len, 3000);
+		ck_assert(!memcmp(nodes[1].buf + 20000 + i * 4096,
+				  nodes[0].buf + i * 4096, 3000));
+	}
+}
+END_TEST
+
+/* RC never asks for room: its window and ACKs pace it. */
+START_TEST(rc_never_waits_for_room)
+{
+	wire_fill(nodes[0].buf, 5000, 7);
+	post_recv(&nodes[1], 1, 0, 8000);
+	wire_room = 0;
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 5000);
+	post(&nodes[0]);
+	pump();
+	ck_assert_uint_eq(wire_waits, 0);
+	ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(poll_one(&nodes[1]).status, IBV_WC_SUCCESS);
+	ck_assert(!memcmp(nodes[1].buf, nodes[0].buf, 5000));
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -1131,6 +1193,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_many_messages);
 	tcase_add_test(tc, rc_budget_shared);
 	tcase_add_test(tc, rc_budget_atomic_behind_send);
+	tcase_add_test(tc, rc_never_waits_for_room);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("srq");
@@ -1146,6 +1209,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, uc_send_write_imm);
 	tcase_add_loop_test(tc, uc_loss_drops_one_message, 0, 3);
 	tcase_add_test(tc, uc_write_imm_loss);
+	tcase_add_test(tc, uc_flow_waits_for_room);
 	suite_add_tcase(s, tc);
 	return s;
 }

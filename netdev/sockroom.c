@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Room in a receive socket of this host, asked of the kernel.
+ *
+ * UC and UD have no acknowledgements: a sender faster than its receiver
+ * loses what overflows the receive socket.  Between two instances on one
+ * host the sender can know better: the kernel tells any user how much a
+ * UDP socket holds and may hold (NETLINK_SOCK_DIAG, INET_DIAG_SKMEMINFO:
+ * what `ss -um` shows), and whether an address is this host's own
+ * (RTM_GETROUTE answers RTN_LOCAL).  Both come from the kernel, so no
+ * other local user can forge them, and they reveal nothing `ss` does not.
+ * A query is one netlink round trip (a few microseconds): the caller
+ * keeps an estimate and asks when it runs out (rxe_provider/flow.c).
+ */
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/inet_diag.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <urxe/netdev.h>
+#include <urxe/util.h>
+
+struct urxe_sockroom {
+	struct mnl_socket *diag;	/* NETLINK_SOCK_DIAG */
+	struct mnl_socket *route;	/* NETLINK_ROUTE */
+	unsigned int seq;
+};
+
+static struct mnl_socket *nl_open(int bus)
+{
+	struct mnl_socket *nl = mnl_socket_open2(bus, SOCK_CLOEXEC);
+
+	if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		mnl_socket_close(nl);
+		nl = NULL;
+	}
+	return nl;
+}
+
+int urxe_sockroom_open(struct urxe_sockroom **out)
+{
+	struct urxe_sockroom *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->diag = nl_open(NETLINK_SOCK_DIAG);
+	r->route = r->diag ? nl_open(NETLINK_ROUTE) : NULL;
+	if (!r->route) {
+		rc = -errno;
+		if (r->diag)
+			mnl_socket_close(r->diag);
+		free(r);
+		return rc ? rc : -EIO;
+	}
+	*out = r;
+	return 0;
+}
+
+void urxe_sockroom_close(struct urxe_sockroom *r)
+{
+	if (!r)
+		return;
+	mnl_socket_close(r->diag);
+	mnl_socket_close(r->route);
+	free(r);
+}
+
+/*
+ * One request without NLM_F_DUMP, its one answer to @cb: 0 or -errno
+ * (-ENOENT: no such object).  The kernel answers inside the send, so the
+ * receive does not wait.
+ */
+static int nl_ask(struct urxe_sockroom *r, struct mnl_socket *nl,
+		  struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+	char buf[1024];
+	unsigned int portid = mnl_socket_get_portid(nl);
+	ssize_t n;
+	int rc;
+
+	nlh->nlmsg_seq = ++r->seq;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n < 0)
+		return -errno;
+	rc = mnl_cb_run(buf, (size_t)n, r->seq, portid, cb, data);
+	return rc < 0 ? -errno : 0;
+}
+
+struct meminfo {
+	bool have;
+	uint32_t rmem_alloc, rcvbuf;
+};
+
+static int diag_attr(const struct nlattr *a, void *data)
+{
+	struct meminfo *m = data;
+	const uint32_t *v;
+
+	if (mnl_attr_get_type(a) != INET_DIAG_SKMEMINFO ||
+	    mnl_attr_get_payload_len(a) <
+	    (SK_MEMINFO_RCVBUF + 1) * sizeof(uint32_t))
+		return MNL_CB_OK;
+	v = mnl_attr_get_payload(a);
+	m->rmem_alloc = v[SK_MEMINFO_RMEM_ALLOC];
+	m->rcvbuf = v[SK_MEMINFO_RCVBUF];
+	m->have = true;
+	return MNL_CB_OK;
+}
+
+static int diag_cb(const struct nlmsghdr *nlh, void *data)
+{
+	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+		return MNL_CB_OK;
+	return mnl_attr_parse(nlh, sizeof(struct inet_diag_msg), diag_attr,
+			      data);
+}
+
+int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
+			uint16_t port, int64_t *room)
+{
+	char req[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
+	struct inet_diag_req_v2 *q;
+	struct meminfo m = { 0 };
+	bool v4 = urxe_gid_is_v4(gid);
+	int rc;
+
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	q = mnl_nlmsg_put_extra_header(nlh, sizeof(*q));
+	q->sdiag_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
+	q->sdiag_protocol = IPPROTO_UDP;
+	q->idiag_ext = 1u << (INET_DIAG_SKMEMINFO - 1);
+	q->idiag_states = ~0u;
+	/*
+	 * The socket a datagram to @gid:@port from anywhere would reach: the
+	 * lookup's destination is the socket's own address, and a zero source
+	 * matches no connected socket (transmit sockets connect).
+	 */
+	q->id.idiag_dport = htons(port);
+	memcpy(q->id.idiag_dst, v4 ? gid + 12 : gid, v4 ? 4 : 16);
+	q->id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+	q->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	rc = nl_ask(r, r->diag, nlh, diag_cb, &m);
+	if (rc)
+		return rc;
+	if (!m.have)
+		return -ENOENT;
+	*room = (int64_t)m.rcvbuf - (int64_t)m.rmem_alloc;
+	return 0;
+}
+
+static int route_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct rtmsg *rt = mnl_nlmsg_get_payload(nlh);
+
+	if (nlh->nlmsg_type == RTM_NEWROUTE)
+		*(int *)data = rt->rtm_type;
+	return MNL_CB_OK;
+}
+
+int urxe_sockroom_is_local(struct urxe_sockroom *r, const uint8_t *gid)
+{
+	char req[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
+	struct rtmsg *rt;
+	bool v4 = urxe_gid_is_v4(gid);
+	int type = -1, rc;
+
+	nlh->nlmsg_type = RTM_GETROUTE;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+	rt->rtm_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
+	rt->rtm_dst_len = v4 ? 32 : 128;
+	mnl_attr_put(nlh, RTA_DST, v4 ? 4 : 16, v4 ? gid + 12 : gid);
+	rc = nl_ask(r, r->route, nlh, route_cb, &type);
+	if (rc == -ENETUNREACH || rc == -EHOSTUNREACH)
+		return 0;
+	if (rc)
+		return rc;
+	return type == RTN_LOCAL;
+}
