@@ -319,6 +319,12 @@ int main(int argc, char **argv)
 		fd = host ? tcp_connect(host, port, e.deadline_ns) : accept(lfd, NULL, NULL);
 		if (fd < 0)
 			return fail(host ? EXIT_TIME : EXIT_SETUP, "no TCP connection");
+		/*
+		 * No more connections: a connector's next one must wait for
+		 * the next listener, not complete against this one's backlog.
+		 */
+		if (!host && r == rounds - 1)
+			close(lfd);
 		rc = round_one(&e, fd);
 		close(fd);
 		if (rc) {
