@@ -225,7 +225,7 @@ uint32_t urxe_icrc_tx(struct urxe_icrc_ids *t, const uint8_t *src,
  */
 #define ID_BITS 17			/* 16 ID bits, then DF */
 #define ID_STREAM_OFF (8 + 4)		/* LRH ones, then IPv4 byte 4 */
-#define ID_WINDOW 4096
+#define ID_WINDOW 64		/* checksum 0: the window, at least */
 
 struct id_basis {
 	uint32_t len;			/* stream length it was built for */
@@ -488,9 +488,10 @@ static int id_plausible(struct urxe_icrc_ids *t, struct urxe_icrc_id_seen *f,
 	bool s_known = seen_is(s, src, 0), f_known = seen_is(f, src, sport);
 	int r;
 
-	if (id < ID_GSO_SEGS)
+	/* GSO segments: no GSO without a checksum, and ID 0 is tried exactly */
+	if (csum && id < ID_GSO_SEGS)
 		return ID_TAKE;
-	if (f_known && id_follows(f, id, now_ns, ID_GSO_SEGS, csum))
+	if (f_known && id_follows(f, id, now_ns, csum ? ID_GSO_SEGS : 0, csum))
 		r = ID_TAKE;
 	else if (csum)	/* a urxe sender: its flow alone says what follows */
 		r = !f_known || now_ns >= f->last_ns + ID_RESTART_NS ?
