@@ -16,7 +16,8 @@
  * free — and receive sockets ask for GRO: a burst of equal-sized
  * datagrams arrives as one, with its segment size (urxe_udp_in.gso_size).
  * Without it IPv4 sends checksum 0 (SO_NO_CHECK) like kernel rxe.
- * Checksum 0 is always accepted (UDP_NO_CHECK6_RX on IPv6).
+ * Checksum 0 is always accepted (UDP_NO_CHECK6_RX on IPv6), and IPv4
+ * receives tell it apart: two receive sockets, see open_rx_v4().
  *
  * Sockets live in one append-only array: urxe_udp_fds() reports them in that
  * order, and the pool only ever adds to the tail, so a caller watching the
