@@ -4,7 +4,7 @@
  * tests where one side lives long and the other is restarted between
  * connections (a new process on the same address and ports).
  *
- *   listener:  urxe_turns [-d dev] [-g gid] [-p port] [-n rounds] [-m msgs]
+ *   listener:  urxe_turns [-d dev] [-g gid] [-p port] [-n rounds] [-m msgs] [-P]
  *   connector: urxe_turns [same options] HOST
  *
  * Each round: a TCP connection (the connector retries until the listener
@@ -12,6 +12,9 @@
  * then -m SENDs each way at once; every message must arrive, in order,
  * with its index, and every send must complete successfully.  The device,
  * PD, CQ and buffers live as long as the process: only the QP is new.
+ * With -P the listener serves Debian's ibv_rc_pingpong instead (its TCP
+ * exchange; -m exchanges of up to 64 bytes, its -n and -s), so that
+ * another implementation's client, restarted, can connect in turn.
  * Uses the public verbs API only and bounds its own time (-t seconds).
  *
  * Exit: 0 success, 1 a check failed, 2 usage or set-up error, 3 timeout.
@@ -239,6 +242,111 @@ static int traffic(struct end *e, struct ibv_qp *qp)
 	return 0;
 }
 
+/* Waits for one completion; 0, or an exit code. */
+static int wait_one(struct end *e, struct ibv_wc *wc)
+{
+	int n;
+
+	while (!(n = ibv_poll_cq(e->cq, 1, wc)))
+		if (now_ns() > e->deadline_ns)
+			return fail(EXIT_TIME, "timeout in a ping-pong");
+	if (n < 0 || wc->status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "urxe_turns: completion %s\n",
+			n < 0 ? "poll failed" : ibv_wc_status_str(wc->status));
+		return EXIT_CHECK;
+	}
+	return 0;
+}
+
+/*
+ * -m times: a message in, then one of its size out; the next goes once
+ * that one completed (its client sends the next after ours arrives, and
+ * its ACK of ours may come after that).
+ */
+static int pp_traffic(struct end *e, struct ibv_qp *qp)
+{
+	int recvd = 0, sent = 0, done = 0, rc;
+	uint32_t len = 0;
+	struct ibv_wc wc;
+
+	while (done < e->msgs) {
+		rc = wait_one(e, &wc);
+		if (rc)
+			return rc;
+		if (wc.opcode & IBV_WC_RECV) {
+			recvd++;
+			len = wc.byte_len;
+		} else {
+			done++;
+		}
+		if (sent == done && sent < recvd && sent < e->msgs) {
+			struct ibv_sge sg = {
+				(uintptr_t)(e->buf + MAX_MSGS * MSG_BYTES), len,
+				e->mr->lkey };
+			struct ibv_send_wr wr = {
+				.sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+				.send_flags = IBV_SEND_SIGNALED }, *bad;
+
+			if (ibv_post_send(qp, &wr, &bad))
+				return fail(EXIT_SETUP, "ibv_post_send failed");
+			sent++;
+		}
+	}
+	return 0;
+}
+
+/* The 16 bytes of a GID as ibv_rc_pingpong writes them: hex, in order. */
+static bool pp_gid(const char *hex, uint8_t *gid)
+{
+	unsigned int k, v;
+
+	for (k = 0; k < 16; k++) {
+		if (sscanf(hex + 2 * k, "%2x", &v) != 1)
+			return false;
+		gid[k] = (uint8_t)v;
+	}
+	return true;
+}
+
+/*
+ * ibv_rc_pingpong's server side of one round: its client's address, ours
+ * back once the QP is ready, then -m times: a message in, the same size
+ * out (its client sends first).
+ */
+static int pp_round(struct end *e, int fd)
+{
+	char msg[sizeof("0000:000000:000000:") + 32], hex[33];
+	struct wire me = { .magic = MAGIC }, peer = { .magic = MAGIC };
+	struct ibv_qp *qp = qp_new(e);
+	unsigned int lid, qpn, psn;
+	union ibv_gid gid;
+	int rc = EXIT_SETUP, i, k;
+
+	if (!qp || ibv_query_gid(e->ctx, 1, e->gidx, &gid) ||
+	    !xfer_all(fd, msg, sizeof(msg), false))
+		goto out;
+	msg[sizeof(msg) - 1] = 0;
+	if (sscanf(msg, "%x:%x:%x:%32s", &lid, &qpn, &psn, hex) != 4 ||
+	    !pp_gid(hex, peer.gid))
+		goto out;
+	peer.qpn = qpn;
+	peer.psn = psn;
+	me.qpn = qp->qp_num;
+	me.psn = (uint32_t)(now_ns() / 1000) & 0xffffff;
+	if (qp_connect(e, qp, &me, &peer))
+		goto out;
+	k = snprintf(msg, sizeof(msg), "0000:%06x:%06x:", me.qpn, me.psn);
+	for (i = 0; i < 16; i++)
+		k += snprintf(msg + k, sizeof(msg) - (size_t)k, "%02x", gid.raw[i]);
+	if (!xfer_all(fd, msg, sizeof(msg), true) || read(fd, msg, sizeof(msg)) <= 0)
+		goto out;
+	rc = pp_traffic(e, qp);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	return rc;
+}
+
 static int round_one(struct end *e, int fd)
 {
 	struct wire me = { .magic = MAGIC }, peer;
@@ -294,8 +402,9 @@ int main(int argc, char **argv)
 	const char *dev = NULL, *port = "18517", *host;
 	struct end e = { .gidx = 0, .msgs = 20 };
 	int rounds = 1, secs = 60, lfd = -1, fd, r, c, rc;
+	bool pp = false;
 
-	while ((c = getopt(argc, argv, "d:g:p:n:m:t:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:n:m:t:P")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': e.gidx = atoi(optarg); break;
@@ -303,6 +412,7 @@ int main(int argc, char **argv)
 		case 'n': rounds = atoi(optarg); break;
 		case 'm': e.msgs = atoi(optarg); break;
 		case 't': secs = atoi(optarg); break;
+		case 'P': pp = true; break;
 		default: return EXIT_SETUP;
 		}
 	}
@@ -325,7 +435,7 @@ int main(int argc, char **argv)
 		 */
 		if (!host && r == rounds - 1)
 			close(lfd);
-		rc = round_one(&e, fd);
+		rc = pp && !host ? pp_round(&e, fd) : round_one(&e, fd);
 		close(fd);
 		if (rc) {
 			printf("round %d FAIL (%d)\nFAIL\n", r, rc);
