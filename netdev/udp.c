@@ -16,7 +16,8 @@
  * free — and receive sockets ask for GRO: a burst of equal-sized
  * datagrams arrives as one, with its segment size (urxe_udp_in.gso_size).
  * Without it IPv4 sends checksum 0 (SO_NO_CHECK) like kernel rxe.
- * Checksum 0 is always accepted (UDP_NO_CHECK6_RX on IPv6).
+ * Checksum 0 is always accepted (UDP_NO_CHECK6_RX on IPv6), and IPv4
+ * receives tell it apart: two receive sockets, see open_rx_v4().
  *
  * Sockets live in one append-only array: urxe_udp_fds() reports them in that
  * order, and the pool only ever adds to the tail, so a caller watching the
@@ -70,6 +71,7 @@ struct usock {
 	bool busy;			/* the last receive found datagrams */
 	bool conn;			/* transmit socket connected to peer */
 	bool id_known;			/* next_id is what the kernel writes */
+	bool csum;			/* receive: datagrams had a UDP checksum */
 	uint16_t port;
 	uint16_t next_id;		/* IPv4 ID of its next datagram */
 	uint32_t hold;			/* datagrams to go before connecting */
@@ -84,6 +86,7 @@ struct urxe_udp {
 	struct in_addr lo_addr;
 	int ifindex;
 	int8_t rx[NFAM];			/* socks index; -1: none */
+	int8_t rx0;				/* IPv4, checksum 0; -1: none */
 	int8_t tx[NFAM][URXE_UDP_TX_POOL];	/* socks index; -1: none */
 	int8_t pool[URXE_UDP_TX_POOL];		/* 0 untried, 1 bound, -1 failed */
 	unsigned int nsocks;
@@ -214,8 +217,11 @@ static void mcast_options(const struct urxe_udp *u, int fd, int fam)
 	}
 }
 
-/* Opens, configures and binds one socket; returns its socks index. */
-static int open_sock(struct urxe_udp *u, int fam, uint16_t port)
+/*
+ * Opens, configures and binds one socket (@reuse: SO_REUSEPORT); returns
+ * its socks index.
+ */
+static int open_sock(struct urxe_udp *u, int fam, uint16_t port, bool reuse)
 {
 	struct usock *s;
 	union sa a;
@@ -234,6 +240,8 @@ static int open_sock(struct urxe_udp *u, int fam, uint16_t port)
 		goto err_close;
 	if (!u->loopback)
 		mcast_options(u, fd, fam);
+	if (reuse && (rc = set_int(fd, SOL_SOCKET, SO_REUSEPORT, 1)))
+		goto err_close;
 	alen = local_addr(u, fam, port, &a);
 	if (bind(fd, &a.sa, alen)) {
 		rc = -errno;
@@ -250,16 +258,75 @@ err_close:
 	return rc;
 }
 
+static void close_tail(struct urxe_udp *u, unsigned int keep)
+{
+	while (u->nsocks > keep)
+		close(u->socks[--u->nsocks].fd);
+}
+
+/*
+ * The IPv4 receive sockets: two in one SO_REUSEPORT group, a classic BPF
+ * program steering datagrams with UDP checksum 0 to the second.  A socket
+ * does not tell whether a datagram carried a checksum; the ICRC check
+ * needs to know (see qp_engine/icrc.c).  The filter runs with the data at
+ * the UDP payload: it reads the headers through SKF_NET_OFF.  A plain
+ * socket is bound first, for a moment: it fails where anyone holds the
+ * port, and the group (without SO_REUSEPORT elsewhere) admits no one
+ * else later.  Returns the first one's socks index; the second is u->rx0.
+ * Where the pair cannot be had, one plain socket (every datagram then
+ * counts as checksum 0: the strict rules).
+ */
+static int open_rx_v4(struct urxe_udp *u)
+{
+	static struct sock_filter by_csum[] = {
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, (uint32_t)SKF_NET_OFF),
+		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x0f),
+		BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 2),
+		BPF_STMT(BPF_MISC | BPF_TAX, 0),
+		BPF_STMT(BPF_LD | BPF_H | BPF_IND, (uint32_t)(SKF_NET_OFF + 6)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, 0),	/* a checksum: the first */
+		BPF_STMT(BPF_RET | BPF_K, 1),	/* none: the second */
+	};
+	struct sock_fprog prog = { .len = sizeof(by_csum) / sizeof(*by_csum),
+				   .filter = by_csum };
+	unsigned int keep = u->nsocks;
+	int a, b;
+
+	a = open_sock(u, V4, URXE_UDP_PORT, false);
+	if (a < 0)
+		return a;
+	close_tail(u, keep);
+	a = open_sock(u, V4, URXE_UDP_PORT, true);
+	b = a < 0 ? a : open_sock(u, V4, URXE_UDP_PORT, true);
+	if (b < 0 || setsockopt(u->socks[a].fd, SOL_SOCKET,
+				SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog))) {
+		urxe_dbg("udp: no checksum steering (%s); IPv4 checked strictly",
+			 strerror(b < 0 ? -b : errno));
+		close_tail(u, keep);
+		return open_sock(u, V4, URXE_UDP_PORT, false);
+	}
+	/* Multicast comes to a socket that joined, not to this one. */
+	set_int(u->socks[b].fd, IPPROTO_IP, IP_MULTICAST_ALL, 0);
+	u->socks[a].csum = true;
+	u->rx0 = (int8_t)b;
+	return a;
+}
+
 static int open_rx(struct urxe_udp *u, int fam, const struct urxe_udp_conf *c)
 {
 	char where[INET_ADDRSTRLEN + IF_NAMESIZE + 8];
-	int rc = open_sock(u, fam, URXE_UDP_PORT);
+	int rc = fam == V4 ? open_rx_v4(u) : open_sock(u, fam, URXE_UDP_PORT, false);
 
 	if (rc >= 0) {
 		u->rx[fam] = (int8_t)rc;
 		/* Without GRO (old kernels) datagrams simply come one by one. */
+		if (fam == V6)
+			u->socks[rc].csum = true;	/* exact anyway */
 		if (c->gso)
 			set_int(u->socks[rc].fd, IPPROTO_UDP, UDP_GRO, 1);
+		if (c->gso && fam == V4 && u->rx0 >= 0)
+			set_int(u->socks[u->rx0].fd, IPPROTO_UDP, UDP_GRO, 1);
 		return 0;
 	}
 	if (c->loopback)
@@ -302,12 +369,6 @@ int urxe_udp_mcast(struct urxe_udp *u, const uint8_t *gid, bool join)
 	}
 }
 
-static void close_tail(struct urxe_udp *u, unsigned int keep)
-{
-	while (u->nsocks > keep)
-		close(u->socks[--u->nsocks].fd);
-}
-
 int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out)
 {
 	struct urxe_udp *u;
@@ -328,6 +389,7 @@ int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out)
 	u->ifindex = conf->ifc ? conf->ifc->ifindex : 0;
 	memset(u->rx, -1, sizeof(u->rx));
 	memset(u->tx, -1, sizeof(u->tx));
+	u->rx0 = -1;
 	rc = open_rx(u, V4, conf);
 	if (rc)
 		goto err_free;
@@ -387,12 +449,13 @@ unsigned int urxe_udp_rcvbuf(struct urxe_udp *u)
 
 int urxe_udp_ip_meta(struct urxe_udp *u, bool on)
 {
-	int fam, fd, rc;
+	int fam, fd, rc, i;
 
-	for (fam = 0; fam < NFAM; fam++) {
-		if (u->rx[fam] < 0)
+	for (i = 0; i <= NFAM; i++) {
+		fam = i == NFAM ? V4 : i;	/* then the checksum-0 one */
+		if ((i == NFAM ? u->rx0 : u->rx[fam]) < 0)
 			continue;
-		fd = u->socks[u->rx[fam]].fd;
+		fd = u->socks[i == NFAM ? u->rx0 : u->rx[fam]].fd;
 		if (fam == V4) {
 			rc = set_int(fd, IPPROTO_IP, IP_RECVTOS, on);
 			if (!rc)
@@ -416,6 +479,8 @@ unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds)
 	for (fam = 0; fam < NFAM; fam++)
 		if (u->rx[fam] >= 0)
 			fds[n++] = u->socks[u->rx[fam]].fd;
+	if (u->rx0 >= 0)
+		fds[n++] = u->socks[u->rx0].fd;
 	return n;
 }
 
@@ -447,7 +512,7 @@ static void pool_open(struct urxe_udp *u, unsigned int k)
 	for (fam = 0; fam < NFAM; fam++) {
 		if (u->rx[fam] < 0)
 			continue;
-		rc = open_sock(u, fam, port);
+		rc = open_sock(u, fam, port, false);
 		if (rc < 0)
 			goto err;
 		u->tx[fam][k] = (int8_t)rc;
@@ -1078,6 +1143,7 @@ static void rx_finish(const struct urxe_udp *u, const struct usock *s,
 	in->len = m->msg_len < in->cap ? m->msg_len : in->cap;
 	in->truncated = !!(m->msg_hdr.msg_flags & MSG_TRUNC);
 	in->dport = s->port;
+	in->csum = s->csum;
 	in->tos = 0;
 	in->ttl = 0;
 	in->gso_size = 0;
@@ -1152,6 +1218,13 @@ int urxe_udp_recv(struct urxe_udp *u, struct urxe_udp_in *in, unsigned int n)
 		if (u->rx[fam] < 0)
 			continue;
 		rc = recv_sock(u, &u->socks[u->rx[fam]], in + got, n - got);
+		if (rc < 0)
+			err = rc;
+		else
+			got += (unsigned int)rc;
+	}
+	if (u->rx0 >= 0 && got < n) {
+		rc = recv_sock(u, &u->socks[u->rx0], in + got, n - got);
 		if (rc < 0)
 			err = rc;
 		else

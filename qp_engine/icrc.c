@@ -225,7 +225,7 @@ uint32_t urxe_icrc_tx(struct urxe_icrc_ids *t, const uint8_t *src,
  */
 #define ID_BITS 17			/* 16 ID bits, then DF */
 #define ID_STREAM_OFF (8 + 4)		/* LRH ones, then IPv4 byte 4 */
-#define ID_WINDOW 4096
+#define ID_WINDOW 64		/* checksum 0: the window, at least */
 
 struct id_basis {
 	uint32_t len;			/* stream length it was built for */
@@ -379,20 +379,43 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
  * GRO), they come one by one with those small IDs.  A connected socket
  * (a urxe peer's transmit socket, see netdev/udp.c) numbers from its own
  * counter, one per datagram and segment i of one at its number + i: per
- * source port, IDs then step back by up to ID_GSO_SEGS.
+ * source port, IDs then step back by up to ID_GSO_SEGS.  Its counter
+ * starts at random whenever a socket connects: a restarted peer, or a new
+ * one on the same address and port, jumps anywhere.  Only datagrams with
+ * a UDP checksum (verified by the kernel) come from such sockets; a jump
+ * there is taken after ID_RESTART_NS of silence from the flow, which any
+ * restart takes.  Otherwise an ID that fits nothing is refused and noted
+ * as the flow's candidate: a next one that follows it is taken (and the
+ * flow follows it from then on), so no sender stays shut out.
  */
 #define ID_GSO_SEGS 64
+#define ID_CSUM_AHEAD 256		/* checksum on: the window, at least */
+#define ID_CSUM_NS_PER_ID 250		/* ... one ID more per 250 ns */
+#define ID_RESTART_NS 1000000ull
 
-/* Whether @id is at most @back before @s's last one, or within the window. */
-static bool id_follows(const struct urxe_icrc_id_seen *s, uint16_t id,
-		       uint64_t now_ns, uint16_t back)
+enum { ID_REFUSE, ID_TAKE, ID_RESYNC };
+
+/*
+ * Whether @id is at most @back before @last (seen at @last_ns), or within
+ * the window ahead: checksum 0 (kernel counters), ID_WINDOW and one more
+ * per millisecond; checksum on (a urxe sender's own), ID_CSUM_AHEAD and
+ * one more per 250 ns (a socket sends no faster).
+ */
+static bool id_after(uint16_t last, uint64_t last_ns, uint16_t id,
+		     uint64_t now_ns, uint16_t back, bool csum)
 {
-	uint64_t window = ID_WINDOW;
+	uint64_t el = now_ns > last_ns ? now_ns - last_ns : 0;
+	uint64_t window = csum ? ID_CSUM_AHEAD + el / ID_CSUM_NS_PER_ID
+			       : ID_WINDOW + el / 1000000;
 
-	if (now_ns > s->last_ns)
-		window += (now_ns - s->last_ns) / 1000000;
-	return (uint16_t)(id - s->last_id + back) <= window + back &&
-	       (back || id != s->last_id);
+	return (uint16_t)(id - last + back) <= window + back &&
+	       (back || id != last);
+}
+
+static bool id_follows(const struct urxe_icrc_id_seen *s, uint16_t id,
+		       uint64_t now_ns, uint16_t back, bool csum)
+{
+	return id_after(s->last_id, s->last_ns, id, now_ns, back, csum);
 }
 
 static void id_seen_update(struct urxe_icrc_id_seen *s, bool known,
@@ -423,25 +446,67 @@ static struct urxe_icrc_id_seen *flow_entry(struct urxe_icrc_ids *t,
 }
 
 /*
- * Whether solved ID @id from @src:@sport (flow entry @f) is plausible:
- * the first of its flow, or one that follows the flow's last or the
- * source's.  Notes it in the source's entry; the caller, in @f.
+ * An ID that fits nothing: taken if it follows the flow's candidate (the
+ * sender did move on), else it becomes the candidate.  Takes @f over for
+ * @src:@sport if it held another flow (with no ID it would accept).
  */
-static bool id_plausible(struct urxe_icrc_ids *t,
-			 const struct urxe_icrc_id_seen *f, uint32_t src,
-			 uint16_t sport, uint16_t id, uint64_t now_ns)
+static int id_candidate(struct urxe_icrc_id_seen *f, uint32_t src,
+			uint16_t sport, uint16_t id, uint64_t now_ns, bool csum)
+{
+	if (seen_is(f, src, sport) && f->has_cand &&
+	    id_after(f->cand, f->cand_ns, id, now_ns, ID_GSO_SEGS, csum)) {
+		f->has_cand = false;
+		return ID_RESYNC;
+	}
+	if (!seen_is(f, src, sport)) {
+		memset(f, 0, sizeof(*f));
+		f->used = true;
+		f->src = src;
+		f->sport = sport;
+		f->last_id = (uint16_t)(id + 0x8000);
+		f->last_ns = now_ns;
+	}
+	f->cand = id;
+	f->cand_ns = now_ns;
+	f->has_cand = true;
+	return ID_REFUSE;
+}
+
+/*
+ * Whether solved ID @id from @src:@sport (flow entry @f) is plausible:
+ * ID_TAKE when it follows what the flow (checksum 0: or its source) sent
+ * last, ID_RESYNC when it starts the flow over (the first of its flow, a
+ * restart, a confirmed candidate), ID_REFUSE.  Notes it in the source's
+ * entry; the caller, in @f.
+ */
+static int id_plausible(struct urxe_icrc_ids *t, struct urxe_icrc_id_seen *f,
+			uint32_t src, uint16_t sport, uint16_t id,
+			uint64_t now_ns, bool csum)
 {
 	struct urxe_icrc_id_seen *s =
 		&t->src[(src * 2654435761u) >> (32 - URXE_ICRC_ID_SEEN_BITS)];
-	bool s_known = seen_is(s, src, 0);
+	bool s_known = seen_is(s, src, 0), f_known = seen_is(f, src, sport);
+	int r;
 
-	if (id < ID_GSO_SEGS)
-		return true;
-	if (seen_is(f, src, sport) && !id_follows(f, id, now_ns, ID_GSO_SEGS) &&
-	    !(s_known && id_follows(s, id, now_ns, 0)))
-		return false;
-	id_seen_update(s, s_known, src, 0, id, now_ns);
-	return true;
+	/* GSO segments: no GSO without a checksum, and ID 0 is tried exactly */
+	if (csum && id < ID_GSO_SEGS)
+		return ID_TAKE;
+	if (f_known && id_follows(f, id, now_ns, csum ? ID_GSO_SEGS : 0, csum))
+		r = ID_TAKE;
+	else if (csum)	/* a urxe sender: its flow alone says what follows */
+		r = !f_known || now_ns >= f->last_ns + ID_RESTART_NS ?
+		    ID_RESYNC : id_candidate(f, src, sport, id, now_ns, csum);
+	else if (s_known && id_follows(s, id, now_ns, 0, false))
+		r = ID_TAKE;
+	else if (!f_known && !s_known)
+		r = ID_RESYNC;
+	else
+		r = id_candidate(f, src, sport, id, now_ns, csum);
+	if (r == ID_TAKE && f_known)
+		f->has_cand = false;
+	if (r != ID_REFUSE && !csum)
+		id_seen_update(s, s_known && r == ID_TAKE, src, 0, id, now_ns);
+	return r;
 }
 
 /*
@@ -508,7 +573,7 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 	struct urxe_icrc_id_seen *f = NULL;
 	uint32_t src = 0;
 	uint16_t id, pred = 0;
-	int m;
+	int m, p = ID_TAKE;
 
 	if (!meta->ip_hdr_known && urxe_gid_is_v4(meta->sgid.raw)) {
 		src = urxe_get32(meta->sgid.raw + 12);
@@ -517,12 +582,16 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 			pred = (uint16_t)(f->base + !meta->ip_id_hint);
 	}
 	m = rx_match(t, roce, len, meta, pred, &id);
-	if (!m || (m == 2 && !id_plausible(t, f, src, meta->sport, id,
-					   meta->now_ns)))
+	if (m == 2)
+		p = id_plausible(t, f, src, meta->sport, id, meta->now_ns,
+				 meta->udp_csum);
+	if (!m || p == ID_REFUSE)
 		return false;
 	if (f && (pred || m == 2)) {
-		id_seen_update(f, seen_is(f, src, meta->sport), src,
-			       meta->sport, id, meta->now_ns);
+		id_seen_update(f, seen_is(f, src, meta->sport) && p == ID_TAKE,
+			       src, meta->sport, id, meta->now_ns);
+		if (p == ID_RESYNC)
+			f->has_cand = false;
 		if (!meta->ip_id_hint) {
 			f->base = id;
 			f->has_base = id != 0;

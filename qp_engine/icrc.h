@@ -88,9 +88,12 @@ struct urxe_icrc_id_seen {
 	uint16_t sport;			/* flow entries only */
 	uint16_t last_id;
 	uint16_t base;			/* flow: its last datagram's ID */
+	uint16_t cand;			/* flow: an ID refused, see icrc.c */
 	bool used;
 	bool has_base;
+	bool has_cand;
 	uint64_t last_ns;
+	uint64_t cand_ns;
 };
 
 /*

@@ -418,6 +418,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 			meta.tos = in->tos;
 			meta.ttl = in->ttl;
 			meta.now_ns = now;
+			meta.udp_csum = in->csum;
 			/* A GRO datagram: packets of gso_size, the last shorter. */
 			seg = in->gso_size ? in->gso_size : in->len;
 			for (off = 0; off < in->len; off += seg) {
@@ -539,9 +540,12 @@ static int bind_locked(struct urxe_dev *dev)
 	/*
 	 * Connected transmit sockets number their IPv4 IDs from a counter;
 	 * a capture writes each packet's header with the ID the engine's
-	 * ICRC assumed: with one, they stay unconnected.
+	 * ICRC assumed: with one, they stay unconnected.  So they do without
+	 * GSO: a datagram with checksum 0 must carry an ID a receiver can
+	 * predict (0), as it cannot tell a restart from a corruption there
+	 * (docs/design.md, "Wire").
 	 */
-	conf.connect = !dev->cap;
+	conf.connect = !dev->cap && dev->gso;
 	conf.id_delta = dev_id_delta;
 	conf.id_ctx = dev->eng;
 	rc = urxe_udp_open(&conf, &dev->udp);

@@ -479,6 +479,11 @@ struct urxe_rx_meta {
 	 * tried first, before the ID is solved for.
 	 */
 	uint16_t ip_id_hint;
+	/*
+	 * IPv4 from a socket: the datagram carried a UDP checksum, which the
+	 * kernel verified (false: checksum 0, or not known).
+	 */
+	bool udp_csum;
 };
 
 struct urxe_stats_rec;

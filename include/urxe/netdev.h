@@ -241,7 +241,7 @@ int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out);
 #define URXE_UDP_PORT 4791
 #define URXE_UDP_SPORT_BASE 0xc000
 #define URXE_UDP_TX_POOL 4
-#define URXE_UDP_MAX_FDS (2 + 2 * URXE_UDP_TX_POOL)
+#define URXE_UDP_MAX_FDS (3 + 2 * URXE_UDP_TX_POOL)
 
 /*
  * Room in a UDP receive socket of this host, from the kernel
@@ -298,7 +298,8 @@ void urxe_udp_close(struct urxe_udp *u);
  */
 unsigned int urxe_udp_fds(struct urxe_udp *u, int *fds);
 /*
- * The receive sockets alone (port 4791; at most one per family): input
+ * The receive sockets alone (port 4791; one per family, and a second
+ * for IPv4 that gets the datagrams with UDP checksum 0): input
  * arrives only there — transmit sockets drop whatever reaches them.
  */
 unsigned int urxe_udp_rx_fds(struct urxe_udp *u, int *fds);
@@ -377,6 +378,11 @@ struct urxe_udp_in {
 	/* GRO: nonzero, buf holds several packets of this size (last shorter) */
 	uint16_t gso_size;
 	bool truncated;
+	/*
+	 * The datagram carried a UDP checksum, which the kernel verified (IPv4:
+	 * told apart by the receive sockets; IPv6: always set).
+	 */
+	bool csum;
 };
 
 /*

@@ -267,19 +267,19 @@ START_TEST(sport_pool)
 	struct iovec iov = { pay, sizeof(pay) };
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = pa.addr };
 
-	/* Binding is lazy: only the receive socket so far. */
-	ck_assert_uint_eq(urxe_udp_fds(pa.u, fds), 1);
+	/* Binding is lazy: only the receive sockets (two, IPv4) so far. */
+	ck_assert_uint_eq(urxe_udp_fds(pa.u, fds), 2);
 	first = fds[0];
 	ck_assert_uint_eq(urxe_udp_sport(pa.u, 5),
 			  URXE_UDP_SPORT_BASE + 5 % URXE_UDP_TX_POOL);
-	ck_assert_uint_eq(urxe_udp_fds(pa.u, fds), 2);
+	ck_assert_uint_eq(urxe_udp_fds(pa.u, fds), 3);
 	ck_assert_int_eq(fds[0], first);	/* grows at the tail only */
 	for (k = 0; k < 3 * URXE_UDP_TX_POOL; k++)
 		ck_assert_uint_eq(urxe_udp_sport(pa.u, (uint16_t)(0xfff0 + k)),
 				  URXE_UDP_SPORT_BASE +
 				  (0xfff0 + k) % URXE_UDP_TX_POOL);
 	n = urxe_udp_fds(pa.u, fds);
-	ck_assert_uint_eq(n, 1 + URXE_UDP_TX_POOL);
+	ck_assert_uint_eq(n, 2 + URXE_UDP_TX_POOL);
 	for (k = 0; k < n; k++) {
 		uint16_t port = bound_port(fds[k], &addr);
 
@@ -308,12 +308,13 @@ START_TEST(sport_pool)
 	}
 
 	/*
-	 * Input arrives on port 4791 alone: the receive socket is the one
-	 * descriptor to watch, and datagrams sent to a pool port are dropped
-	 * there, never delivered.
+	 * Input arrives on port 4791 alone: the receive sockets (with a
+	 * checksum, without) are the descriptors to watch, and datagrams sent
+	 * to a pool port are dropped there, never delivered.
 	 */
-	ck_assert_uint_eq(urxe_udp_rx_fds(pa.u, fds), 1);
+	ck_assert_uint_eq(urxe_udp_rx_fds(pa.u, fds), 2);
 	ck_assert_uint_eq(bound_port(fds[0], &addr), URXE_UDP_PORT);
+	ck_assert_uint_eq(bound_port(fds[1], &addr), URXE_UDP_PORT);
 	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(s, 0);
 	for (k = 0; k < URXE_UDP_TX_POOL; k++) {
@@ -381,10 +382,13 @@ START_TEST(recv_one_after_empty)
 	struct urxe_udp_out o = { .dst = pb.gid, .src = pa.gid, .sport = 5,
 				  .iov = &iov, .niov = 1 };
 	struct pollfd p = { .events = POLLIN };
+	int rfd[URXE_UDP_MAX_FDS];
 	unsigned int i;
 	uint32_t seq;
 
-	ck_assert_uint_eq(urxe_udp_rx_fds(pb.u, &p.fd), 1);
+	/* Checksum 0 here (no GSO): the second receive socket takes them. */
+	ck_assert_uint_eq(urxe_udp_rx_fds(pb.u, rfd), 2);
+	p.fd = rfd[1];
 	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 0);
 	for (i = 0; i < 5; i++) {
 		fill(pay, sizeof(pay), i);
@@ -394,6 +398,7 @@ START_TEST(recv_one_after_empty)
 	ck_assert_int_eq(poll(&p, 1, 2000), 1);
 	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 1);
 	ck_assert(intact(rx[0].buf, rx[0].len, &seq) && seq == 0);
+	ck_assert(!rx[0].csum);
 	ck_assert_int_eq(urxe_udp_recv(pb.u, rx, NRX), 4);
 	for (i = 0; i < 4; i++)
 		ck_assert(intact(rx[i].buf, rx[i].len, &seq) && seq == i + 1);
@@ -419,9 +424,10 @@ START_TEST(ip_meta_on_demand)
 	struct iovec iov = { pay, sizeof(pay) };
 	struct urxe_udp_out o = { .dst = pb.gid, .src = pa.gid, .sport = 9,
 				  .tos = 0x48, .ttl = 33, .iov = &iov, .niov = 1 };
-	int round, fd;
+	int round, fd, rfd[URXE_UDP_MAX_FDS];
 
-	ck_assert_uint_eq(urxe_udp_rx_fds(pb.u, &fd), 1);
+	ck_assert_uint_eq(urxe_udp_rx_fds(pb.u, rfd), 2);
+	fd = rfd[1];			/* where checksum 0 arrives */
 	for (round = 0; round < 3; round++) {
 		bool on = round == 1;
 
@@ -447,7 +453,7 @@ START_TEST(socket_options)
 	for (k = 0; k < URXE_UDP_TX_POOL; k++)
 		urxe_udp_sport(pa.u, (uint16_t)k);
 	n = urxe_udp_fds(pa.u, fds);
-	ck_assert_uint_eq(n, 1 + URXE_UDP_TX_POOL);
+	ck_assert_uint_eq(n, 2 + URXE_UDP_TX_POOL);
 	for (k = 0; k < n; k++) {
 		ck_assert_int_eq(get_int(fds[k], IPPROTO_IP, IP_MTU_DISCOVER),
 				 IP_PMTUDISC_DO);
@@ -775,14 +781,14 @@ static int wild_case(bool own_ns)
 		return 77;
 	}
 	CHK(rc == 0);
-	CHK(urxe_udp_fds(w, fds) == (v6 ? 2u : 1u));
+	CHK(urxe_udp_fds(w, fds) == (v6 ? 3u : 2u));
 	/* A second owner of port 4791 gets the clear error. */
 	CHK(urxe_udp_open(&c, &w2) == -EADDRINUSE && !w2);
 	CHK(urxe_udp_ip_meta(w, true) == 0);
 	cap = capture_open(ifc.ifindex);
 	if (wild_roundtrip(w, "127.0.0.5", "127.0.0.1", 0x1234))
 		return 1;
-	if (v6 && (wild_v6_options(fds[1]) ||
+	if (v6 && (wild_v6_options(fds[2]) ||
 		   wild_roundtrip(w, "::1", "::1", 0x5678)))
 		return 1;
 	/* Source selection and the link-local scope need our own addresses. */
@@ -1027,8 +1033,9 @@ START_TEST(gso_gro)
 	open_pair(&c, 300, &ga, gid_a, &gb, gid_b);
 	ck_assert_uint_eq(urxe_udp_sport(ga, 1), URXE_UDP_SPORT_BASE + 1);
 	urxe_udp_fds(ga, fds);
-	ck_assert_int_eq(get_int(fds[1], SOL_SOCKET, SO_NO_CHECK), 0);
+	ck_assert_int_eq(get_int(fds[2], SOL_SOCKET, SO_NO_CHECK), 0);
 	ck_assert_int_eq(get_int(fds[0], IPPROTO_UDP, UDP_GRO), 1);
+	ck_assert_int_eq(get_int(fds[1], IPPROTO_UDP, UDP_GRO), 1);
 
 	for (i = 0; i < 3; i++)
 		fill(big[i], iov[i].iov_len, (uint32_t)i);
@@ -1046,6 +1053,7 @@ START_TEST(gso_gro)
 	ck_assert_uint_eq(in.len, 3100);
 	ck_assert_uint_eq(in.gso_size, 1200);
 	ck_assert_uint_eq(in.sport, URXE_UDP_SPORT_BASE + 1);
+	ck_assert(in.csum);		/* GSO: a real checksum, steered so */
 	for (i = 0, p = in.buf; i < 3; p += iov[i].iov_len, i++)
 		ck_assert_mem_eq(p, big[i], iov[i].iov_len);
 	free(in.buf);

@@ -276,8 +276,9 @@ END_TEST
  * segment i of a GRO datagram at its number + i.  The receiver with its
  * own tables accepts them all - two flows of one source with counters far
  * apart, interleaved - and predicts each but the first of a flow (a
- * corrupted copy fails either way); an ID far from where its flow and its
- * source were is refused, and so is a replay of an old one; the delta for
+ * corrupted copy fails either way); with no silence before it, an ID far
+ * from where its flow was is refused, and so is a replay of an old one
+ * (datagrams with a UDP checksum, as connected senders send); the delta for
  * ID x is the XOR of its bits' columns (byte tables agree with bit by bit).
  */
 static void make_pkt(uint8_t *pkt, uint32_t len, uint16_t sport, uint16_t id,
@@ -309,6 +310,7 @@ START_TEST(icrc_rx_connected_counters)
 	meta.dgid.raw[10] = meta.dgid.raw[11] = 0xff;
 	meta.dgid.raw[12] = 198, meta.dgid.raw[13] = 18, meta.dgid.raw[15] = 8;
 	meta.dport = 4791;
+	meta.udp_csum = true;
 	for (r = 0; r < 50; r++) {
 		for (f = 0; f < 2; f++) {
 			meta.sport = sport[f];
@@ -335,7 +337,7 @@ START_TEST(icrc_rx_connected_counters)
 			}
 		}
 	}
-	/* Far ahead of both the flow and its source, within one second. */
+	/* Far ahead of the flow, with no silence before it. */
 	meta.sport = sport[0];
 	meta.ip_id_hint = 0;
 	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] + 20000), 1);

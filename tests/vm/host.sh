@@ -25,7 +25,10 @@
 #           servers for the VM's next clients (which retry until each
 #           listens), then the urxe clients of ib_read_bw, ib_atomic_bw
 #           (FETCH_AND_ADD, the default, then CMP_AND_SWAP) and
-#           ib_send_bw -c UD, each retried until the VM's server listens.
+#           ib_send_bw -c UD, each retried until the VM's server listens;
+#           then one urxe_turns -P process (the udp backend serves one
+#           process per interface: after the others), the long-lived
+#           server of five ibv_rc_pingpong clients the VM runs in turn.
 #   packet  started before the VM boots, urxe on the packet backend
 #           ("rxe0 netdev $TAP backend packet", the user holding
 #           CAP_NET_RAW): its ibv_rc_pingpong and ib_write_bw servers for
@@ -169,6 +172,8 @@ cmd)
 	T_LIMIT=60 client ud_bw_client 30 ib_send_bw "${BW[@]}" -c UD -p 18519 \
 		--rate_limit=20000 --rate_units=p --rate_limit_type=SW \
 		--burst_size=8 "$VM"
+	T_LIMIT=100 run turns_server "$B/tests/urxe_turns" -P -d rxe0 -g 0 \
+		-n 5 -m 20 -p 18522 -t 90
 	cap_stop
 	;;
 packet)

@@ -14,7 +14,9 @@
 #      ib_atomic_bw and ib_send_bw -c UD to urxe clients, which retry
 #      until the VM has booted (host.sh cmd, vm_script.sh).  UD thus runs
 #      both ways: datagrams (and their GRHs) from kernel rxe to urxe and
-#      back.
+#      back.  And five kernel rxe ibv_rc_pingpong clients in turn against
+#      one long-lived urxe server process (tests/urxe_turns -P): each new
+#      client's IDs must be taken, dropped_icrc stays 0.
 #   3. `vm.sh cmd` again, urxe on the packet backend (AF_PACKET rings,
 #      the user holding CAP_NET_RAW): ibv_rc_pingpong and ib_write_bw, each
 #      once with urxe as the client of kernel rxe and once the other way
@@ -249,6 +251,14 @@ host_ok "boot2: urxe ib_send_bw -c UD server <- kernel rxe client" ud_bw_server 
 expect_match "boot2: kernel rxe ib_send_bw -c UD client exits 0" boot2 '^VMT ud_bw_client rc=0'
 host_ok "boot2: urxe ib_send_bw -c UD client -> kernel rxe server" ud_bw_client "$UDOK"
 expect_match "boot2: kernel rxe ib_send_bw -c UD server exits 0" boot2 '^VMT ud_bw_server rc=0'
+host_ok "boot2: one urxe server process (urxe_turns -P) <- 5 kernel rxe ibv_rc_pingpong clients in turn" \
+	turns_server '^round 4 ok$'
+expect_no_match "boot2: that urxe server dropped no frame for its ICRC" turns_server \
+	'dropped_icrc [1-9]' err
+for i in 1 2 3 4 5; do
+	expect_match "boot2: kernel rxe ibv_rc_pingpong client $i of 5 (in turn) exits 0" boot2 \
+		"^VMT turn$i rc=0"
+done
 expect_no_match "boot2: no \"Failed status\" on the VM" boot2 'Failed status'
 pcap_ok cmd
 pcap_side cmd urxe "$URXE_IP" "${SENDS[@]}" RDMA_READ_REQUEST FETCH_ADD COMPARE_SWAP
