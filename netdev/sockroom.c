@@ -97,6 +97,7 @@ static int nl_ask(struct urxe_sockroom *r, struct mnl_socket *nl,
 struct meminfo {
 	bool have;
 	uint32_t rmem_alloc, rcvbuf;
+	uint32_t inode;
 };
 
 static int diag_attr(const struct nlattr *a, void *data)
@@ -117,22 +118,28 @@ static int diag_attr(const struct nlattr *a, void *data)
 
 static int diag_cb(const struct nlmsghdr *nlh, void *data)
 {
-	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+	struct meminfo *m = data;
+
+	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    nlh->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
 		return MNL_CB_OK;
+	m->inode = ((const struct inet_diag_msg *)mnl_nlmsg_get_payload(nlh))
+			   ->idiag_inode;
 	return mnl_attr_parse(nlh, sizeof(struct inet_diag_msg), diag_attr,
 			      data);
 }
 
-int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
-			uint16_t port, int64_t *room)
+/* One exact lookup of the socket a datagram from source port @sport reaches. */
+static int query_one(struct urxe_sockroom *r, const uint8_t *gid,
+		     uint16_t port, uint16_t sport, struct meminfo *m)
 {
 	char req[256];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
 	struct inet_diag_req_v2 *q;
-	struct meminfo m = { 0 };
 	bool v4 = urxe_gid_is_v4(gid);
 	int rc;
 
+	*m = (struct meminfo){ 0 };
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	nlh->nlmsg_flags = NLM_F_REQUEST;
 	q = mnl_nlmsg_put_extra_header(nlh, sizeof(*q));
@@ -143,18 +150,48 @@ int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
 	/*
 	 * The socket a datagram to @gid:@port from anywhere would reach: the
 	 * lookup's destination is the socket's own address, and a zero source
-	 * matches no connected socket (transmit sockets connect).
+	 * address matches no connected socket (transmit sockets connect).
 	 */
 	q->id.idiag_dport = htons(port);
+	q->id.idiag_sport = htons(sport);
 	memcpy(q->id.idiag_dst, v4 ? gid + 12 : gid, v4 ? 4 : 16);
 	q->id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	q->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	rc = nl_ask(r, r->diag, nlh, diag_cb, &m);
+	rc = nl_ask(r, r->diag, nlh, diag_cb, m);
 	if (rc)
 		return rc;
-	if (!m.have)
-		return -ENOENT;
-	*room = (int64_t)m.rcvbuf - (int64_t)m.rmem_alloc;
+	return m->have ? 0 : -ENOENT;
+}
+
+/*
+ * An IPv4 receiver is a SO_REUSEPORT pair (netdev/udp.c: datagrams with a
+ * UDP checksum to one, without to the other), and a lookup without a
+ * packet picks one of a group by a hash of the source: so the room is
+ * asked for from a few source ports until both sockets have answered, and
+ * the smaller counts (a sender need not know which one its datagrams
+ * reach).
+ */
+#define ROOM_PROBES 8
+
+int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
+			uint16_t port, int64_t *room)
+{
+	struct meminfo m;
+	uint32_t first = 0;
+	int64_t best = INT64_MAX;
+	int k, rc, probes = urxe_gid_is_v4(gid) ? ROOM_PROBES : 1;
+
+	for (k = 0; k < probes; k++) {
+		rc = query_one(r, gid, port, (uint16_t)(k ? 49152 + k : 0), &m);
+		if (rc)
+			return rc;
+		if ((int64_t)m.rcvbuf - (int64_t)m.rmem_alloc < best)
+			best = (int64_t)m.rcvbuf - (int64_t)m.rmem_alloc;
+		if (k && m.inode != first)
+			break;			/* both of the pair seen */
+		first = m.inode;
+	}
+	*room = best;
 	return 0;
 }
 
