@@ -524,8 +524,12 @@ static void reset_responder(struct urxe_eqp *qp)
 	qp->msn = 0;
 	qp->rq_active = false;
 	qp->rq_off = 0;
-	/* An SRQ's WQE taken for a message cut short is lost with it. */
-	qp->srq_held = false;
+	/*
+	 * A WQE taken from an SRQ for a message cut short stays held, its
+	 * offset 0: the next message fills it.  Dropped, it would be a
+	 * receive the application posted and never sees again (fuzz_rx's
+	 * accounting of an SRQ's receives caught that).
+	 */
 	if (qp->wr_mem)
 		urxe_mem_put(qp->wr_mem);
 	qp->wr_mem = NULL;
