@@ -24,6 +24,7 @@
 #include <urxe/netdev.h>
 #include <urxe/util.h>
 
+#include "nl.h"
 #include "packet_int.h"
 
 #define NEIGH_TTL_NS 1000000000ull	/* re-read the kernel's table */
@@ -106,26 +107,6 @@ static int neigh_cb(const struct nlmsghdr *nlh, void *data)
 	return mnl_attr_parse(nlh, sizeof(*nd), neigh_attr, r);
 }
 
-/* One request, its answer to @cb; -errno (ENOENT: none) or 0. */
-static int nl_ask(struct urxe_packet *p, struct nlmsghdr *nlh, mnl_cb_t cb,
-		  void *data)
-{
-	char buf[8192];
-	unsigned int portid = mnl_socket_get_portid(p->nl);
-	ssize_t n;
-	int rc;
-
-	nlh->nlmsg_seq = ++p->nl_seq;
-	if (mnl_socket_sendto(p->nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	/* A GET without NLM_F_DUMP: one answer, the object or an error. */
-	n = mnl_socket_recvfrom(p->nl, buf, sizeof(buf));
-	if (n < 0)
-		return -errno;
-	rc = mnl_cb_run(buf, (size_t)n, p->nl_seq, portid, cb, data);
-	return rc < 0 ? -errno : 0;
-}
-
 /* The next hop toward @gid: @hop (a GID) on our interface, or -errno. */
 static int route_get(struct urxe_packet *p, const uint8_t *gid, uint8_t *hop)
 {
@@ -145,7 +126,7 @@ static int route_get(struct urxe_packet *p, const uint8_t *gid, uint8_t *hop)
 	mnl_attr_put(nlh, RTA_DST, v4 ? 4 : 16, v4 ? gid + 12 : gid);
 	if (!v4 && gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80)
 		mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)p->ifindex);
-	rc = nl_ask(p, nlh, route_cb, &r);
+	rc = urxe_nl_ask(p->nl, &p->nl_seq, nlh, route_cb, &r);
 	if (rc)
 		return rc;
 	if (r.type == RTN_LOCAL)
@@ -180,7 +161,7 @@ static int neigh_get(struct urxe_packet *p, const uint8_t *hop, uint8_t *mac)
 	nd->ndm_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
 	nd->ndm_ifindex = p->ifindex;
 	mnl_attr_put(nlh, NDA_DST, v4 ? 4 : 16, v4 ? hop + 12 : hop);
-	rc = nl_ask(p, nlh, neigh_cb, &r);
+	rc = urxe_nl_ask(p->nl, &p->nl_seq, nlh, neigh_cb, &r);
 	if (rc)
 		return rc;
 	if (!r.have_mac || !(r.state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY |

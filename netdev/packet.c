@@ -50,6 +50,7 @@
 #include <urxe/util.h>
 
 #include "ipudp.h"
+#include "nl.h"
 #include "packet_int.h"
 
 #define RX_RING_BYTES (8u << 20)
@@ -678,8 +679,8 @@ int urxe_packet_open(const struct urxe_packet_conf *conf,
 			 p->ifname, strerror(-rc));
 		goto err;
 	}
-	p->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (!p->nl || mnl_socket_bind(p->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+	p->nl = urxe_nl_open(NETLINK_ROUTE);
+	if (!p->nl) {
 		rc = -errno;
 		goto err;
 	}

@@ -25,22 +25,13 @@
 #include <urxe/netdev.h>
 #include <urxe/util.h>
 
+#include "nl.h"
+
 struct urxe_sockroom {
 	struct mnl_socket *diag;	/* NETLINK_SOCK_DIAG */
 	struct mnl_socket *route;	/* NETLINK_ROUTE */
 	unsigned int seq;
 };
-
-static struct mnl_socket *nl_open(int bus)
-{
-	struct mnl_socket *nl = mnl_socket_open2(bus, SOCK_CLOEXEC);
-
-	if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		mnl_socket_close(nl);
-		nl = NULL;
-	}
-	return nl;
-}
 
 int urxe_sockroom_open(struct urxe_sockroom **out)
 {
@@ -49,8 +40,8 @@ int urxe_sockroom_open(struct urxe_sockroom **out)
 
 	if (!r)
 		return -ENOMEM;
-	r->diag = nl_open(NETLINK_SOCK_DIAG);
-	r->route = r->diag ? nl_open(NETLINK_ROUTE) : NULL;
+	r->diag = urxe_nl_open(NETLINK_SOCK_DIAG);
+	r->route = r->diag ? urxe_nl_open(NETLINK_ROUTE) : NULL;
 	if (!r->route) {
 		rc = -errno;
 		if (r->diag)
@@ -69,29 +60,6 @@ void urxe_sockroom_close(struct urxe_sockroom *r)
 	mnl_socket_close(r->diag);
 	mnl_socket_close(r->route);
 	free(r);
-}
-
-/*
- * One request without NLM_F_DUMP, its one answer to @cb: 0 or -errno
- * (-ENOENT: no such object).  The kernel answers inside the send, so the
- * receive does not wait.
- */
-static int nl_ask(struct urxe_sockroom *r, struct mnl_socket *nl,
-		  struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
-{
-	char buf[1024];
-	unsigned int portid = mnl_socket_get_portid(nl);
-	ssize_t n;
-	int rc;
-
-	nlh->nlmsg_seq = ++r->seq;
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (n < 0)
-		return -errno;
-	rc = mnl_cb_run(buf, (size_t)n, r->seq, portid, cb, data);
-	return rc < 0 ? -errno : 0;
 }
 
 struct meminfo {
@@ -157,7 +125,7 @@ static int query_one(struct urxe_sockroom *r, const uint8_t *gid,
 	memcpy(q->id.idiag_dst, v4 ? gid + 12 : gid, v4 ? 4 : 16);
 	q->id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	q->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	rc = nl_ask(r, r->diag, nlh, diag_cb, m);
+	rc = urxe_nl_ask(r->diag, &r->seq, nlh, diag_cb, m);
 	if (rc)
 		return rc;
 	return m->have ? 0 : -ENOENT;
@@ -218,7 +186,7 @@ int urxe_sockroom_is_local(struct urxe_sockroom *r, const uint8_t *gid)
 	rt->rtm_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
 	rt->rtm_dst_len = v4 ? 32 : 128;
 	mnl_attr_put(nlh, RTA_DST, v4 ? 4 : 16, v4 ? gid + 12 : gid);
-	rc = nl_ask(r, r->route, nlh, route_cb, &type);
+	rc = urxe_nl_ask(r->route, &r->seq, nlh, route_cb, &type);
 	if (rc == -ENETUNREACH || rc == -EHOSTUNREACH)
 		return 0;
 	if (rc)

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * One netlink request, one answer: what the packet backend's next-hop
+ * lookups and the UC/UD flow control's socket-room queries both ask.
+ */
+#include <errno.h>
+#include <sys/socket.h>
+
+#include "nl.h"
+
+struct mnl_socket *urxe_nl_open(int bus)
+{
+	struct mnl_socket *nl = mnl_socket_open2(bus, SOCK_CLOEXEC);
+	int err;
+
+	if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		err = errno;
+		mnl_socket_close(nl);
+		errno = err;
+		nl = NULL;
+	}
+	return nl;
+}
+
+int urxe_nl_ask(struct mnl_socket *nl, unsigned int *seq,
+		struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+	char buf[8192];
+	unsigned int portid = mnl_socket_get_portid(nl);
+	ssize_t n;
+	int rc;
+
+	nlh->nlmsg_seq = ++*seq;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n < 0)
+		return -errno;
+	rc = mnl_cb_run(buf, (size_t)n, *seq, portid, cb, data);
+	return rc < 0 ? -errno : 0;
+}
