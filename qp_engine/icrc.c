@@ -498,7 +498,7 @@ static int id_plausible(struct urxe_icrc_ids *t, struct urxe_icrc_id_seen *f,
 		    ID_RESYNC : id_candidate(f, src, sport, id, now_ns, csum);
 	else if (s_known && id_follows(s, id, now_ns, 0, false))
 		r = ID_TAKE;
-	else if (!f_known && !s_known)
+	else if (!f_known)	/* a new flow's first: nothing predicts it */
 		r = ID_RESYNC;
 	else
 		r = id_candidate(f, src, sport, id, now_ns, csum);
