@@ -384,11 +384,18 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
  * one on the same address and port, jumps anywhere.  Only datagrams with
  * a UDP checksum (verified by the kernel) come from such sockets; a jump
  * there is taken after ID_RESTART_NS of silence from the flow, which any
- * restart takes.  Otherwise an ID that fits nothing is refused and noted
+ * restart takes.  Without a checksum, IDs step back too: a kernel peer's
+ * tasks for one QP (requester, responder) run on different CPUs and take
+ * IDs from one counter, so two datagrams of a flow can leave in the other
+ * order (seen from kernel rxe in a 2-CPU VM: one in about 10^4 was one ID
+ * behind the one before it); a duplicated datagram repeats its ID.  Both
+ * kinds of flow therefore take an ID up to ID_BACK behind the last one.
+ * Otherwise an ID that fits nothing is refused and noted
  * as the flow's candidate: a next one that follows it is taken (and the
  * flow follows it from then on), so no sender stays shut out.
  */
 #define ID_GSO_SEGS 64
+#define ID_BACK ID_GSO_SEGS	/* how far an ID may step back (both kinds) */
 #define ID_CSUM_AHEAD 256		/* checksum on: the window, at least */
 #define ID_CSUM_NS_PER_ID 250		/* ... one ID more per 250 ns */
 #define ID_RESTART_NS 1000000ull
@@ -396,26 +403,25 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
 enum { ID_REFUSE, ID_TAKE, ID_RESYNC };
 
 /*
- * Whether @id is at most @back before @last (seen at @last_ns), or within
+ * Whether @id is at most ID_BACK before @last (seen at @last_ns), or within
  * the window ahead: checksum 0 (kernel counters), ID_WINDOW and one more
  * per millisecond; checksum on (a urxe sender's own), ID_CSUM_AHEAD and
  * one more per 250 ns (a socket sends no faster).
  */
 static bool id_after(uint16_t last, uint64_t last_ns, uint16_t id,
-		     uint64_t now_ns, uint16_t back, bool csum)
+		     uint64_t now_ns, bool csum)
 {
 	uint64_t el = now_ns > last_ns ? now_ns - last_ns : 0;
 	uint64_t window = csum ? ID_CSUM_AHEAD + el / ID_CSUM_NS_PER_ID
 			       : ID_WINDOW + el / 1000000;
 
-	return (uint16_t)(id - last + back) <= window + back &&
-	       (back || id != last);
+	return (uint16_t)(id - last + ID_BACK) <= window + ID_BACK;
 }
 
 static bool id_follows(const struct urxe_icrc_id_seen *s, uint16_t id,
-		       uint64_t now_ns, uint16_t back, bool csum)
+		       uint64_t now_ns, bool csum)
 {
-	return id_after(s->last_id, s->last_ns, id, now_ns, back, csum);
+	return id_after(s->last_id, s->last_ns, id, now_ns, csum);
 }
 
 static void id_seen_update(struct urxe_icrc_id_seen *s, bool known,
@@ -454,7 +460,7 @@ static int id_candidate(struct urxe_icrc_id_seen *f, uint32_t src,
 			uint16_t sport, uint16_t id, uint64_t now_ns, bool csum)
 {
 	if (seen_is(f, src, sport) && f->has_cand &&
-	    id_after(f->cand, f->cand_ns, id, now_ns, ID_GSO_SEGS, csum)) {
+	    id_after(f->cand, f->cand_ns, id, now_ns, csum)) {
 		f->has_cand = false;
 		return ID_RESYNC;
 	}
@@ -491,12 +497,12 @@ static int id_plausible(struct urxe_icrc_ids *t, struct urxe_icrc_id_seen *f,
 	/* GSO segments: no GSO without a checksum, and ID 0 is tried exactly */
 	if (csum && id < ID_GSO_SEGS)
 		return ID_TAKE;
-	if (f_known && id_follows(f, id, now_ns, csum ? ID_GSO_SEGS : 0, csum))
+	if (f_known && id_follows(f, id, now_ns, csum))
 		r = ID_TAKE;
 	else if (csum)	/* a urxe sender: its flow alone says what follows */
 		r = !f_known || now_ns >= f->last_ns + ID_RESTART_NS ?
 		    ID_RESYNC : id_candidate(f, src, sport, id, now_ns, csum);
-	else if (s_known && id_follows(s, id, now_ns, 0, false))
+	else if (s_known && id_follows(s, id, now_ns, false))
 		r = ID_TAKE;
 	else if (!f_known)	/* a new flow's first: nothing predicts it */
 		r = ID_RESYNC;
