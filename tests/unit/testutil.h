@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tools/fork_quiet.h"
+
 /* The variables urxe reads; each test starts with none of them set. */
 static const char *const tu_env_names[] = {
 	"URXE_DEVICES", "URXE_CONFIG", "URXE_RUNDIR", "XDG_CONFIG_HOME", "HOME",
@@ -185,6 +187,7 @@ static inline pid_t tu_fork(unsigned int child_seconds)
 	int i;
 
 	fflush(NULL);
+	fork_quiet();
 	pid = fork();
 	if (pid == 0) {
 		/* Dies with the test process, even one killed by a failure. */
