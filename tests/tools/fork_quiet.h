@@ -65,5 +65,4 @@ static inline void fork_quiet(void)
 }
 #endif
 
-
 #endif

@@ -107,15 +107,21 @@ static void mc_init(struct mc *m, bool csum)
 	m->id = 40000;
 }
 
-/* The sender's next packet, intact: it must be taken. */
-static void good(struct mc *m, uint64_t gap_ns)
+/* Whether @m's receiver takes an intact packet with ID @id, @gap_ns on. */
+static bool takes(struct mc *m, uint16_t id, uint64_t gap_ns)
 {
 	uint8_t pkt[PKT_LEN];
 
-	make(pkt, m->id, m->id, m->meta.sgid.raw);
+	make(pkt, id, id, m->meta.sgid.raw);
 	m->meta.now_ns += gap_ns;
+	return urxe_icrc_check_rx(pkt, PKT_LEN, &m->meta, &m->ids);
+}
+
+/* The sender's next packet, intact: it must be taken. */
+static void good(struct mc *m, uint64_t gap_ns)
+{
 	/* Not ck_assert: in a loop its bookkeeping is a system call. */
-	if (!urxe_icrc_check_rx(pkt, PKT_LEN, &m->meta, &m->ids))
+	if (!takes(m, m->id, gap_ns))
 		ck_abort_msg("an intact packet (ID %u) refused", m->id);
 	m->id++;
 }
@@ -269,16 +275,6 @@ START_TEST(nocsum_unknown_source)
 	ck_assert_uint_le(m.icrc_pass, n / (1u << 14));
 }
 END_TEST
-
-/* Whether @m's receiver takes an intact packet with ID @id, @gap_ns on. */
-static bool takes(struct mc *m, uint16_t id, uint64_t gap_ns)
-{
-	uint8_t pkt[PKT_LEN];
-
-	make(pkt, id, id, m->meta.sgid.raw);
-	m->meta.now_ns += gap_ns;
-	return urxe_icrc_check_rx(pkt, PKT_LEN, &m->meta, &m->ids);
-}
 
 /*
  * Checksum 0, kernel rxe's order: two tasks of one QP on two CPUs take
