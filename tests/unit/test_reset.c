@@ -357,6 +357,70 @@ START_TEST(srq_reset_mid_send)
 }
 END_TEST
 
+/*
+ * A disconnect right after the last message (DAPL's: the server, given
+ * the client's last SEND, moves its QP to ERR and tells the client's CM,
+ * which moves the client's QP to ERR): what already reached either end is
+ * handled first, so the sender's SEND completes successfully, as on a
+ * device, instead of flushed.
+ */
+static struct urxe_send_wqe *last_message(void)
+{
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+
+	post_recv(1, 0, 200);
+	w = send(IBV_WR_SEND, 0, 200);
+	/* Node 1's application polls its message; the ACK waits (deferred). */
+	urxe_engine_progress(nodes[1].eng);
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert(nodes[1].qp.ack_pending);
+	return w;
+}
+
+static void assert_sent(const struct urxe_send_wqe *w)
+{
+	struct ibv_wc wc = poll_one(&nodes[0]);
+
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, w->wr_id);
+	ck_assert_int_eq(wc.opcode, IBV_WC_SEND);
+	cq_empty(&nodes[0]);
+}
+
+/* The receiver moves to ERR with the ACK still owed: the ACK leaves. */
+START_TEST(err_sends_owed_ack)
+{
+	struct urxe_qp_attr at = { .state = IBV_QPS_ERR };
+	struct urxe_send_wqe *w = last_message();
+	unsigned int before = wire_sent;
+
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[1].qp, &at,
+					       IBV_QP_STATE), 0);
+	ck_assert_uint_eq(wire_sent, before + 1);
+	ck_assert(!nodes[1].qp.ack_pending);
+	pump();
+	assert_sent(w);
+}
+END_TEST
+
+/* The ACK reached the sender, which moves to ERR before it polls. */
+START_TEST(err_takes_arrived_ack)
+{
+	struct urxe_qp_attr at = { .state = IBV_QPS_ERR };
+	struct urxe_send_wqe *w = last_message();
+
+	urxe_engine_progress(nodes[1].eng);	/* its next call: the ACK */
+	ck_assert_uint_eq(wire_n, 1);
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[0].qp, &at,
+					       IBV_QP_STATE), 0);
+	ck_assert_uint_eq(wire_n, 0);
+	assert_sent(w);
+}
+END_TEST
+
 static Suite *reset_suite(void)
 {
 	Suite *s = suite_create("reset");
@@ -367,6 +431,8 @@ static Suite *reset_suite(void)
 	tcase_add_test(tc, rc_reset_msn);
 	tcase_add_test(tc, rc_reset_mid_send);
 	tcase_add_test(tc, rc_reset_mid_write);
+	tcase_add_test(tc, err_sends_owed_ack);
+	tcase_add_test(tc, err_takes_arrived_ack);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(ts, srq_setup, srq_teardown);
 	tcase_add_test(ts, srq_reset_mid_send);
