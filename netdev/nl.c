@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * One netlink request, one answer: what the packet backend's next-hop
- * lookups and the UC/UD flow control's socket-room queries both ask.
+ * lookups and the UC/UD flow control's socket-room queries both ask; and
+ * a dump (the flow control's count of a socket's senders).
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -37,5 +38,26 @@ int urxe_nl_ask(struct mnl_socket *nl, unsigned int *seq,
 	if (n < 0)
 		return -errno;
 	rc = mnl_cb_run(buf, (size_t)n, *seq, portid, cb, data);
+	return rc < 0 ? -errno : 0;
+}
+
+int urxe_nl_dump(struct mnl_socket *nl, unsigned int *seq,
+		 struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+	char buf[16384];
+	unsigned int portid = mnl_socket_get_portid(nl);
+	ssize_t n;
+	int rc;
+
+	nlh->nlmsg_flags |= NLM_F_DUMP;
+	nlh->nlmsg_seq = ++*seq;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	do {
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n < 0)
+			return -errno;
+		rc = mnl_cb_run(buf, (size_t)n, *seq, portid, cb, data);
+	} while (rc == MNL_CB_OK);
 	return rc < 0 ? -errno : 0;
 }

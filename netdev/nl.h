@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * netdev's netlink requests without NLM_F_DUMP (libmnl): a route, a
- * neighbour, a socket's memory; one answer each.  Dumps (interfaces,
- * addresses) stay with iface.c, which reads until NLMSG_DONE.
+ * netdev's small netlink requests (libmnl): a route, a neighbour, a
+ * socket's memory, one answer each; and the dump of a protocol's sockets.
+ * Dumps of interfaces and addresses stay with iface.c.
  */
 #ifndef URXE_NETDEV_NL_H
 #define URXE_NETDEV_NL_H
@@ -19,5 +19,12 @@ struct mnl_socket *urxe_nl_open(int bus);
  */
 int urxe_nl_ask(struct mnl_socket *nl, unsigned int *seq,
 		struct nlmsghdr *nlh, mnl_cb_t cb, void *data);
+
+/*
+ * Sends dump request @nlh and feeds every answer to @cb until the dump's
+ * end (or @cb stops it): 0 or -errno.
+ */
+int urxe_nl_dump(struct mnl_socket *nl, unsigned int *seq,
+		 struct nlmsghdr *nlh, mnl_cb_t cb, void *data);
 
 #endif

@@ -142,11 +142,11 @@ static int query_one(struct urxe_sockroom *r, const uint8_t *gid,
 #define ROOM_PROBES 8
 
 int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
-			uint16_t port, int64_t *room)
+			uint16_t port, int64_t *room, int64_t *size)
 {
 	struct meminfo m;
 	uint32_t first = 0;
-	int64_t best = INT64_MAX;
+	int64_t best = INT64_MAX, cap = INT64_MAX;
 	int k, rc, probes = urxe_gid_is_v4(gid) ? ROOM_PROBES : 1;
 
 	for (k = 0; k < probes; k++) {
@@ -155,12 +155,84 @@ int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
 			return rc;
 		if ((int64_t)m.rcvbuf - (int64_t)m.rmem_alloc < best)
 			best = (int64_t)m.rcvbuf - (int64_t)m.rmem_alloc;
+		if ((int64_t)m.rcvbuf < cap)
+			cap = (int64_t)m.rcvbuf;
 		if (k && m.inode != first)
 			break;			/* both of the pair seen */
 		first = m.inode;
 	}
 	*room = best;
+	if (size)
+		*size = cap;
 	return 0;
+}
+
+/*
+ * Who sends to a socket: the connected UDP sockets (state ESTABLISHED)
+ * whose peer is @gid:@port, told apart by their own address.  An instance
+ * has one address (its loopback slot's, or its interface's: the udp
+ * backend binds port 4791 on it), and connects its transmit sockets to
+ * the peers it sends to, so distinct sources are distinct instances.
+ */
+struct senders {
+	const uint8_t *dst;		/* the peer's address, 4 or 16 bytes */
+	size_t dst_len;
+	uint16_t port;			/* network order */
+	uint8_t (*src)[16];
+	unsigned int n, max;
+};
+
+static int senders_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct senders *s = data;
+	const struct inet_diag_msg *m;
+	uint8_t src[16];
+	unsigned int i;
+
+	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+		return MNL_CB_OK;
+	m = mnl_nlmsg_get_payload(nlh);
+	if (m->id.idiag_dport != s->port ||
+	    memcmp(m->id.idiag_dst, s->dst, s->dst_len))
+		return MNL_CB_OK;
+	if (s->dst_len == 4)
+		urxe_gid_from_v4(src, m->id.idiag_src);
+	else
+		memcpy(src, m->id.idiag_src, 16);
+	for (i = 0; i < s->n && i < s->max; i++)
+		if (urxe_gid_eq(s->src[i], src))
+			return MNL_CB_OK;
+	if (s->n < s->max)
+		memcpy(s->src[s->n], src, 16);
+	s->n++;
+	return MNL_CB_OK;
+}
+
+int urxe_sockroom_senders(struct urxe_sockroom *r, const uint8_t *gid,
+			  uint16_t port, uint8_t (*src)[16], unsigned int max)
+{
+	char req[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
+	struct inet_diag_req_v2 *q;
+	bool v4 = urxe_gid_is_v4(gid);
+	struct senders s = {
+		.dst = v4 ? gid + 12 : gid,
+		.dst_len = v4 ? 4 : 16,
+		.port = htons(port),
+		.src = src,
+		.max = max,
+	};
+	int rc;
+
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	q = mnl_nlmsg_put_extra_header(nlh, sizeof(*q));
+	q->sdiag_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
+	q->sdiag_protocol = IPPROTO_UDP;
+	q->idiag_states = 1u << 1;	/* TCP_ESTABLISHED: connected */
+	rc = urxe_nl_dump(r->diag, &r->seq, nlh, senders_cb, &s);
+	return rc ? rc : (int)s.n;
 }
 
 static int route_cb(const struct nlmsghdr *nlh, void *data)

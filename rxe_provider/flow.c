@@ -41,6 +41,10 @@
 #define FLOW_MAX_WAIT_NS 1000000000ull	/* a destination that never drains */
 #define FLOW_FREE_NS 100000000ull	/* ... is then sent to unchecked */
 #define FLOW_GONE_NS 10000000ull	/* no socket there: ask again after */
+#define FLOW_COUNT_NS 1000000ull	/* a destination's senders: count again */
+#define FLOW_SENDERS 64			/* ... told apart at most */
+#define FLOW_SETTLE_NS 3000000ull	/* counted by the others since: a share */
+#define FLOW_JOIN 8			/* newcomers' packets kept room for */
 
 struct flow_dst {
 	union ibv_gid gid;
@@ -52,6 +56,10 @@ struct flow_dst {
 	uint64_t wait_since;		/* refused since (0: not waiting) */
 	uint64_t free_until;		/* unchecked until (a vain wait) */
 	uint64_t last;			/* last use (f->uses), for replacement */
+	uint32_t senders;		/* instances sending to it, this one too */
+	uint64_t counted;		/* ... as of then (0: never) */
+	uint64_t seen_since;		/* this one among them since (0: not) */
+	int64_t size;			/* its socket's SO_RCVBUF (0: not known) */
 };
 
 struct urxe_flow {
@@ -59,7 +67,9 @@ struct urxe_flow {
 	struct flow_dst dst[FLOW_DSTS];
 	uint64_t gen;			/* transmit batches handed over */
 	uint64_t uses;			/* lookups so far */
-	uint64_t queries, waits, overruns;
+	uint64_t queries, waits, overruns, counts, fails;
+	uint32_t senders_max;		/* the most senders a count found */
+	uint8_t src[FLOW_SENDERS][16];	/* a count's sources */
 };
 
 /*
@@ -108,23 +118,123 @@ static struct flow_dst *dst_find(struct urxe_flow *f,
 	return d;
 }
 
-/* Asks the kernel for @d's room; false when there is no socket to ask. */
-static bool dst_query(struct urxe_dev *dev, struct urxe_flow *f,
-		      struct flow_dst *d)
+static bool own_gid(const struct urxe_dev *dev, const uint8_t *gid)
 {
-	int64_t room;
+	unsigned int i;
+
+	for (i = 0; i < URXE_GID_TBL_LEN; i++)
+		if (urxe_gid_eq(dev->gids[i].raw, gid))
+			return true;
+	return false;
+}
+
+/*
+ * Counts the instances that send to @d, this one included: the other
+ * addresses with a connected socket to it, plus one; and notes since when
+ * the others can count this one (its own address among them).
+ */
+static void dst_count(struct urxe_dev *dev, struct urxe_flow *f,
+		      struct flow_dst *d, uint64_t now)
+{
+	unsigned int i, known;
+	bool self = false;
+	int n;
+
+	f->counts++;
+	d->counted = now;
+	n = urxe_sockroom_senders(f->sr, d->gid.raw, URXE_UDP_PORT, f->src,
+				  FLOW_SENDERS);
+	if (n < 0) {
+		/* Not known: the last count stands (at first, alone). */
+		if (!d->senders)
+			d->senders = 1;
+		return;
+	}
+	known = n < FLOW_SENDERS ? (unsigned int)n : FLOW_SENDERS;
+	for (i = 0; i < known && !self; i++)
+		self = own_gid(dev, f->src[i]);
+	d->senders = (uint32_t)n + !self;
+	if (!self)
+		d->seen_since = 0;
+	else if (!d->seen_since)
+		d->seen_since = now;
+	if (d->senders > f->senders_max)
+		f->senders_max = d->senders;
+}
+
+/* Not yet counted by the other senders to @d for sure. */
+static bool dst_newcomer(const struct flow_dst *d, uint64_t now)
+{
+	return !d->seen_since || now - d->seen_since < FLOW_SETTLE_NS;
+}
+
+/* What this sender may hold of @d's socket (charged, not delivered). */
+static int64_t dst_share(const struct flow_dst *d, uint64_t now, int64_t cost)
+{
+	int64_t g;
+
+	if (dst_newcomer(d, now))
+		return cost;		/* one packet at a time */
+	if (d->senders <= 1)
+		return INT64_MAX;
+	g = d->size / (2 * (int64_t)d->senders);
+	return g < cost ? cost : g;
+}
+
+/*
+ * Asks the kernel for @d's room, for packets that cost @cost at least;
+ * false when there is no socket to ask.
+ *
+ * A sender alone takes the whole room but what newcomers may need.  With
+ * n senders each holds at most a share g = size / 2n (and one packet at
+ * least) of what it has charged and not yet delivered, and takes it only
+ * from the room beyond the shares the n - 1 others may hold and the
+ * newcomers' room (FLOW_JOIN packets).  A newcomer, which the others
+ * cannot count before its first datagram connects its socket, takes one
+ * packet at a time from the newcomers' room until they have counted it
+ * (FLOW_SETTLE_NS); a sender counts again every FLOW_COUNT_NS it sends,
+ * and gives back what its new share does not cover.  Nothing of a grant
+ * is in the kernel's count until delivered, but a datagram reaches the
+ * socket inside its send and a sender asks again only when its grant is
+ * spent: however their asks interleave, what they may still deliver does
+ * not exceed the room.  Limits: a share must cover a packet (up to
+ * size / 2 packets senders: 11 of 4 KiB with stock buffers, 455 with
+ * 4 MiB), and more than FLOW_JOIN newcomers at one instant can overflow.
+ */
+static bool dst_query(struct urxe_dev *dev, struct urxe_flow *f,
+		      struct flow_dst *d, uint64_t now, int64_t cost)
+{
+	int64_t room, size, share, join, others;
 	int rc;
 
 	f->queries++;
-	rc = urxe_sockroom_query(f->sr, d->gid.raw, URXE_UDP_PORT, &room);
+	rc = urxe_sockroom_query(f->sr, d->gid.raw, URXE_UDP_PORT, &room,
+				 &size);
 	if (rc) {
+		f->fails++;
 		urxe_dbg("%s: no receive socket room for a local destination: %s",
 			 dev->desc.name, strerror(-rc));
 		return false;
 	}
+	d->size = size;
 	if (d->gen != f->gen)
 		d->unsent = 0;		/* its batch has gone since */
-	d->room = room - d->unsent;
+	room -= d->unsent;
+	share = dst_share(d, now, cost);
+	join = FLOW_JOIN * cost;
+	if (join > size / 4)
+		join = size / 4;
+	if (d->senders > 1) {
+		others = size / (2 * (int64_t)d->senders);
+		if (others < cost)
+			others = cost;
+		room -= (int64_t)(d->senders - 1) * others;
+	}
+	if (!dst_newcomer(d, now))
+		room -= join;		/* the newcomers' */
+	if (share != INT64_MAX && room > share - d->unsent)
+		room = share - d->unsent;
+	d->room = room;
 	return true;
 }
 
@@ -184,7 +294,16 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 	now = urxe_dev_now(dev);
 	if (now < d->free_until)
 		return 0;
-	if (d->room < cost && !dst_query(dev, f, d)) {
+	if (!d->counted || now - d->counted >= FLOW_COUNT_NS) {
+		int64_t share, unsent = d->gen == f->gen ? d->unsent : 0;
+
+		dst_count(dev, f, d, now);
+		/* A new sender counted: what the new share does not cover. */
+		share = dst_share(d, now, cost);
+		if (share != INT64_MAX && d->room > share - unsent)
+			d->room = share - unsent;
+	}
+	if (d->room < cost && !dst_query(dev, f, d, now, cost)) {
 		d->free_until = now + FLOW_GONE_NS;
 		return 0;
 	}
@@ -214,10 +333,12 @@ void urxe_dev_flow_free(struct urxe_dev *dev)
 	if (!f)
 		return;
 	if (f->waits)
-		urxe_dbg("%s: UC/UD flow control: %llu room queries, %llu waits, %llu vain",
+		urxe_dbg("%s: UC/UD flow control: %llu room queries, %llu waits, %llu vain; %llu sender counts, %u senders at most, %llu failed queries",
 			 dev->desc.name, (unsigned long long)f->queries,
 			 (unsigned long long)f->waits,
-			 (unsigned long long)f->overruns);
+			 (unsigned long long)f->overruns,
+			 (unsigned long long)f->counts, f->senders_max,
+			 (unsigned long long)f->fails);
 	urxe_sockroom_close(f->sr);
 	free(f);
 	dev->flow = NULL;

@@ -255,10 +255,18 @@ void urxe_sockroom_close(struct urxe_sockroom *r);
 /*
  * The free room (SO_RCVBUF less the memory its queue holds, may be
  * negative) of the UDP socket that datagrams to @gid (16 bytes) port
- * @port reach; -ENOENT when no socket is bound there.
+ * @port reach, and (@size, if not NULL) its SO_RCVBUF; -ENOENT when no
+ * socket is bound there.
  */
 int urxe_sockroom_query(struct urxe_sockroom *r, const uint8_t *gid,
-			uint16_t port, int64_t *room);
+			uint16_t port, int64_t *room, int64_t *size);
+/*
+ * How many distinct addresses send to @gid:@port from connected UDP
+ * sockets (a transmit socket of an instance connects to its peer): the
+ * count, or -errno; the first @max of them in @src (16-byte GIDs).
+ */
+int urxe_sockroom_senders(struct urxe_sockroom *r, const uint8_t *gid,
+			  uint16_t port, uint8_t (*src)[16], unsigned int max);
 /* 1 when @gid is an address of this host (its network namespace), else 0. */
 int urxe_sockroom_is_local(struct urxe_sockroom *r, const uint8_t *gid);
 

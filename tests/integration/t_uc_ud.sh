@@ -14,6 +14,11 @@
 #   tcpdump records every pingpong run (one datagram per packet,
 #   URXE_GSO=0) and the project's frame validator must accept every frame;
 #   the capture must hold UC SENDs / UD SEND_ONLYs.
+#   (d) fan-in on loopback: 8 UD senders at once (urxe_fanin) to one
+#       receiver with all their receives posted, 4 KiB messages, and 16
+#       senders of 64 B: every message arrives once (each sender counts
+#       the others and takes its share of the receive socket; before, 8
+#       senders lost a quarter of their messages).
 #   (c) perftest on loopback, unpaced: ib_send_bw and ib_send_lat with
 #       -c UC at 2 B and 64 KiB and -c UD at 2 B and the MTU (4096), and
 #       ib_write_bw -c UC; as the ordinary user and (when run as root) as
@@ -212,6 +217,53 @@ for r in "${RUNNERS[@]}"; do
 	done
 done
 pt as_user ib_write_bw UC
+
+# --- (d) fan-in on loopback ---------------------------------------------------
+
+# fanin SENDERS COUNT SIZE: SENDERS UD senders at once, COUNT messages each.
+fanin() {
+	local senders=$1 count=$2 size=$3 name="fanin_${1}x$3" i rpid qpn gid
+	local desc="lo: $senders UD senders at once, $count messages of $size B each"
+	local total=$((senders * count)) bad=0 pids=()
+	bg_user "$name.recv" as_user "$LIB" "$B/tests/urxe_fanin" recv \
+		-n "$total" -s "$size" -t $((T_LIMIT - 5))
+	rpid=$BG_PID
+	if ! wait_for 10 grep -q '^qpn ' "$(out "$name.recv")"; then
+		reap "$rpid"
+		fail "$desc: the receiver did not start"
+		show "$name.recv"
+		return
+	fi
+	read -r _ qpn _ gid < <(grep '^qpn ' "$(out "$name.recv")")
+	for i in $(seq 1 "$senders"); do
+		bg_user "$name.s$i" as_user URXE_LOG=debug "$LIB" \
+			"$B/tests/urxe_fanin" send \
+			-q "$qpn" -G "$gid" -i "$i" -n "$count" -s "$size" \
+			-t "$T_LIMIT"
+		pids+=("$BG_PID")
+	done
+	for i in "${!pids[@]}"; do
+		reap "${pids[$i]}"
+		[ "$RC" -eq 0 ] || { bad=1; show "$name.s$((i + 1))"; }
+	done
+	if [ "$bad" -eq 0 ]; then
+		pass "$desc: every sender completes"
+	else
+		fail "$desc: a sender failed"
+	fi
+	reap "$rpid"
+	if [ "$RC" -eq 0 ]; then
+		pass "$desc: the receiver gets all $total, each once"
+	else
+		fail "$desc: receiver exit $RC"
+		show "$name.recv"
+		grep -h "flow control\|udp" "$WORK"/out/"$name".s*.err |
+			sed 's/^/#     | /'
+	fi
+}
+
+fanin 8 1200 4096
+fanin 16 600 64
 
 # --- (b) two namespaces over a veth pair --------------------------------------
 
