@@ -453,7 +453,15 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 	 * retries, then the WQE fails (7 means 7). */
 	if (now - qp->progress_ns >= iba_timeout_ns(qp)) {
 		if (!qp->retries_left) {
-			urxe_count(qp->eng, URXE_CNT_RETRY_EXCEEDED_ERR, 1);
+			struct urxe_engine *e = qp->eng;
+
+			urxe_count(e, URXE_CNT_RETRY_EXCEEDED_ERR, 1);
+			urxe_info("QP 0x%06x: no ACK for PSN %u from QP 0x%06x after its retries: retry exceeded (this instance so far: %llu packets received, %llu refused by the ICRC check, %llu for no QP, %llu malformed)",
+				  qp->qpn, qp->acked_psn, qp->attr.dest_qpn,
+				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_RCVD_PKTS]),
+				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_ICRC]),
+				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_NO_QP]),
+				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED]));
 			fail(qp, qp->acked_psn, IBV_WC_RETRY_EXC_ERR);
 			return;
 		}
