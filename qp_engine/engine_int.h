@@ -19,7 +19,8 @@
 #include "psn.h"
 
 #define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)
-#define URXE_KEY_SLOTS (1u << 18)
+#define URXE_KEY_SLOTS (1u << 18)	/* 18 bits of a key's 24 */
+#define URXE_KEY_ROUNDS 6		/* of the keys' permutation */
 #define URXE_ACK_EVERY 8		/* AckReq at least every N packets */
 #define URXE_TX_BATCH 32
 #define URXE_TX_BUF (4096 + 128)	/* MTU payload + headers + pad + ICRC */
@@ -54,11 +55,13 @@ struct urxe_engine {
 	struct urxe_esrq **xsrqs;
 	uint32_t xsrq_stride;
 
-	/* key table */
+	/* key table (engine.c, "keys") */
 	pthread_spinlock_t key_lock;	/* a few instructions held */
 	struct urxe_mem **keys;
-	uint32_t key_next;
-	uint8_t key_tag;
+	uint32_t key_next;		/* the next index tried */
+	uint32_t key_count;		/* keys handed out: the reuse bits */
+	uint64_t key_rng;		/* the regions' low bytes */
+	uint32_t key_secret[URXE_KEY_ROUNDS];	/* the permutation's */
 
 	/* QPs that exist, compactly (timer scans); under qp_lock + lock */
 	struct urxe_eqp **live;
@@ -418,5 +421,8 @@ void urxe_resp_xrc_release(struct urxe_eqp *qp);
  */
 void urxe_tgt_begin(struct urxe_eqp *qp);
 void urxe_tgt_end(struct urxe_eqp *qp);
+
+/* The key table index @key names (engine.c, "keys"); 0: none. */
+uint32_t urxe_engine_key_index(const struct urxe_engine *eng, uint32_t key);
 
 #endif

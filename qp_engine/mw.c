@@ -47,10 +47,10 @@ static void unbind(struct urxe_mem *mw)
  */
 static struct urxe_mem *mw_get(struct urxe_engine *eng, uint32_t handle)
 {
-	uint32_t idx = handle >> 8;
+	uint32_t idx = urxe_engine_key_index(eng, handle);
 	struct urxe_mem *m;
 
-	if (!idx || idx >= URXE_KEY_SLOTS)
+	if (!idx)
 		return NULL;
 	pthread_spin_lock(&eng->key_lock);
 	m = eng->keys[idx];

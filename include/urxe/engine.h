@@ -501,13 +501,22 @@ struct urxe_engine_conf {
 	 * NULL: private counters, nothing published.
 	 */
 	struct urxe_stats_rec *stats;
+	/*
+	 * 0: memory keys are unpredictable (getrandom()).  Otherwise the
+	 * seed they follow from, the same for the same seed: for tests and
+	 * fuzzing, which replay what an engine does.
+	 */
+	uint64_t key_seed;
 };
 
 int urxe_engine_create(const struct urxe_engine_conf *conf,
 		       struct urxe_engine **out);
 void urxe_engine_destroy(struct urxe_engine *eng);
 
-/* Key table. Returns the key index allocated; keys = index << 8 | tag. */
+/*
+ * Key table.  Sets @mem's lkey and rkey (the same; engine.c, "keys") and
+ * returns the table index taken (> 0), or -ENOMEM.
+ */
 int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem);
 /* Unpublishes @mem; -EBUSY while in use (MW bound, DMA in flight). */
 int urxe_engine_mem_remove(struct urxe_engine *eng, struct urxe_mem *mem);

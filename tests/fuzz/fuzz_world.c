@@ -698,8 +698,8 @@ static void qp_init(unsigned int qi, enum ibv_qp_type type, unsigned int peer,
  * it, running every file on a rewound and on a new engine (digests).
  */
 static struct {
-	uint32_t qp_next, key_next;
-	uint8_t key_tag;
+	uint32_t qp_next, key_next, key_count;
+	uint64_t key_rng;
 	uint64_t deadline_hint;
 } fresh;
 
@@ -707,12 +707,14 @@ static void engine_new(void)
 {
 	struct urxe_engine_conf conf = {
 		.slot = SLOT, .ops = &ops, .gid0 = fz_gid_v4_local,
+		.key_seed = 0x6b6579,	/* the same keys on every engine */
 	};
 
 	check(!urxe_engine_create(&conf, &fz.eng));
 	fresh.qp_next = fz.eng->qp_next;
 	fresh.key_next = fz.eng->key_next;
-	fresh.key_tag = fz.eng->key_tag;
+	fresh.key_count = fz.eng->key_count;
+	fresh.key_rng = fz.eng->key_rng;
 	fresh.deadline_hint = atomic_load(&fz.eng->deadline_hint);
 }
 
@@ -724,7 +726,8 @@ static void engine_rewind(void)
 	check(!e->nlive && !e->pending && !e->ntx && !e->acct && !e->stats);
 	e->qp_next = fresh.qp_next;
 	e->key_next = fresh.key_next;
-	e->key_tag = fresh.key_tag;
+	e->key_count = fresh.key_count;
+	e->key_rng = fresh.key_rng;
 	atomic_store(&e->deadline_hint, fresh.deadline_hint);
 	atomic_store(&e->timer_moved, false);
 	atomic_store(&e->work, false);

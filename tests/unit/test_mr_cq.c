@@ -2,7 +2,7 @@
 /*
  * Memory regions, completion channels and completion queues of the built
  * libibverbs.so.1 on rxe0 (lo), held to their man pages: ibv_reg_mr(3)
- * (keys, access-flag rules, EFAULT for memory that is not mapped with the
+ * (keys, unpredictable ones too, access-flag rules, EFAULT for memory that is not mapped with the
  * rights asked, optional flags ignored, iova and zero-based), the PD
  * refusing to die under an MR, ibv_rereg_mr(3) (input errors, PD, access
  * and translation changes), ibv_dereg_mr while the engine uses the memory;
@@ -121,6 +121,127 @@ START_TEST(mr_reg_keys)
 	ck_assert_int_eq(ibv_dereg_mr(a), 0);
 	ck_assert_int_eq(ibv_dereg_mr(c), 0);
 	munmap(buf, 2 * (size_t)page);
+}
+END_TEST
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How often the commonest step between neighbours of @k[0..n) occurs. */
+static unsigned int commonest_step(const uint32_t *k, unsigned int n)
+{
+	uint32_t *d = malloc(n * sizeof(*d));
+	unsigned int i, run = 1, most = 1;
+
+	ck_assert_ptr_nonnull(d);
+	for (i = 1; i < n; i++)
+		d[i - 1] = k[i] - k[i - 1];
+	qsort(d, n - 1, sizeof(*d), cmp_u32);
+	for (i = 1; i < n - 1; i++) {
+		run = d[i] == d[i - 1] ? run + 1 : 1;
+		if (run > most)
+			most = run;
+	}
+	free(d);
+	return most;
+}
+
+/*
+ * Keys an attacker cannot guess (engine.c, "keys"): 100,000 live regions
+ * and windows have distinct table names (a key's upper 24 bits), every bit
+ * of a region's key is set about half the time, no step between one key
+ * and the next recurs beyond chance (a counter's would every time), and
+ * another instance's keys have nothing to do with these.
+ */
+#define NKEYS 100000
+#define NWINDOWS 10000
+START_TEST(mr_keys_unpredictable)
+{
+	char *buf = map_pages(1, PROT_READ | PROT_WRITE);
+	struct ibv_mr **mr = calloc(NKEYS, sizeof(*mr));
+	struct ibv_mw **mw = calloc(NWINDOWS, sizeof(*mw));
+	uint32_t *key = calloc(NKEYS, sizeof(*key));
+	uint32_t *name = calloc(NKEYS, sizeof(*name));
+	const unsigned int nmr = NKEYS - NWINDOWS;
+	struct ibv_context *other = NULL;
+	struct ibv_device **list;
+	struct ibv_pd *opd;
+	struct ibv_mr *omr;
+	unsigned int i, b, ones, same = 0;
+
+	ck_assert(mr && mw && key && name);
+	for (i = 0; i < nmr; i++) {
+		mr[i] = ibv_reg_mr(pd, buf, 64, IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE);
+		ck_assert_msg(mr[i] != NULL, "region %u: %s", i, strerror(errno));
+		ck_assert_uint_eq(mr[i]->lkey, mr[i]->rkey);
+		key[i] = mr[i]->rkey;
+	}
+	for (i = 0; i < NWINDOWS; i++) {
+		mw[i] = ibv_alloc_mw(pd, i % 2 ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1);
+		ck_assert_msg(mw[i] != NULL, "window %u: %s", i, strerror(errno));
+		key[nmr + i] = mw[i]->rkey;
+	}
+	/* Neither a counter nor anything close, in the regions' order. */
+	ck_assert_uint_le(commonest_step(key, nmr), 4);
+	for (i = 0; i < nmr; i++)
+		name[i] = key[i] >> 8;
+	ck_assert_uint_le(commonest_step(name, nmr), 4);
+	/* Each bit about half the time: n/2 within 6 standard deviations. */
+	for (b = 0; b < 32; b++) {
+		for (ones = 0, i = 0; i < nmr; i++)
+			ones += key[i] >> b & 1;
+		ck_assert_msg(ones > nmr / 2 - 6 * 150 && ones < nmr / 2 + 6 * 150,
+			      "bit %u of %u region keys set %u times", b, nmr, ones);
+	}
+	/* Every live key names its own table entry. */
+	for (i = 0; i < NKEYS; i++)
+		name[i] = key[i] >> 8;
+	qsort(name, NKEYS, sizeof(*name), cmp_u32);
+	for (i = 1; i < NKEYS; i++)
+		ck_assert_msg(name[i] != name[i - 1],
+			      "two live keys name entry %06x", name[i]);
+	/* Another instance (a second context: its own engine) starts afresh. */
+	list = ibv_get_device_list(NULL);
+	ck_assert_ptr_nonnull(list);
+	for (i = 0; list[i] && !other; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "rxe0"))
+			other = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	ck_assert_ptr_nonnull(other);
+	opd = ibv_alloc_pd(other);
+	ck_assert_ptr_nonnull(opd);
+	for (i = 0; i < 1000; i++) {
+		omr = ibv_reg_mr(opd, buf, 64, IBV_ACCESS_LOCAL_WRITE);
+		ck_assert_ptr_nonnull(omr);
+		same += omr->lkey >> 8 == key[i] >> 8;
+		ck_assert_int_eq(ibv_dereg_mr(omr), 0);
+	}
+	ck_assert_uint_le(same, 1);	/* chance: 1000 in 2^24 */
+	ck_assert_int_eq(ibv_dealloc_pd(opd), 0);
+	ck_assert_int_eq(ibv_close_device(other), 0);
+	/* A freed entry, taken again, gets another key. */
+	for (i = 0; i < 1000; i++) {
+		uint32_t old = mr[i]->rkey;
+
+		ck_assert_int_eq(ibv_dereg_mr(mr[i]), 0);
+		mr[i] = ibv_reg_mr(pd, buf, 64, IBV_ACCESS_LOCAL_WRITE);
+		ck_assert_ptr_nonnull(mr[i]);
+		ck_assert_uint_ne(mr[i]->rkey >> 8, old >> 8);
+	}
+	for (i = 0; i < NWINDOWS; i++)
+		ck_assert_int_eq(ibv_dealloc_mw(mw[i]), 0);
+	for (i = 0; i < nmr; i++)
+		ck_assert_int_eq(ibv_dereg_mr(mr[i]), 0);
+	free(name);
+	free(key);
+	free(mw);
+	free(mr);
+	munmap(buf, (size_t)page);
 }
 END_TEST
 
@@ -659,6 +780,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, mr_iova);
 	tcase_add_test(tc, mr_pd_busy_and_dereg_busy);
 	tcase_add_test(tc, mr_rereg);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("keys");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, mr_keys_unpredictable);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cq");
