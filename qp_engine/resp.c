@@ -690,6 +690,38 @@ static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		      paylen + (uint32_t)sizeof(grh), bth, oi, pkt);
 }
 
+/*
+ * UC has no NAK: a WRITE its responder refuses (a bad R_Key or rights:
+ * IBA class D/E; a length or opcode sequence that does not fit: class D)
+ * is dropped whole, and the QP goes on (kernel rxe does the same).  Were
+ * the QP moved to error instead, anyone who can reach it -- another user
+ * of the host guessing keys -- could end it with one packet.  Only WRITEs:
+ * a SEND's length error has completed its receive in error already.
+ */
+static bool uc_droppable(const struct urxe_opinfo *oi, int rc)
+{
+	return rc == -EACCES || ((oi->flags & URXE_F_WRITE) &&
+				 (rc == -EMSGSIZE || rc == -EPROTO));
+}
+
+/*
+ * Forgets the message under way; ePSN stays where it was, so the rest of
+ * the message (PSNs past it, not a first) is dropped by uc_sequence() and
+ * the next message's first packet starts over.
+ */
+static void uc_drop_message(struct urxe_eqp *qp, const struct urxe_bth *bth,
+			    int rc)
+{
+	if (qp->wr_mem) {
+		urxe_mem_put(qp->wr_mem);
+		qp->wr_mem = NULL;
+	}
+	qp->wr_resid = 0;
+	qp->rq_active = false;
+	urxe_dbg("QP 0x%06x: UC request PSN %u refused (%s): message dropped",
+		 qp->qpn, bth->psn, strerror(-rc));
+}
+
 /* Carries out a request in sequence, and acknowledges it. */
 static void execute(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		    const struct urxe_opinfo *oi, const uint8_t *pkt,
@@ -708,6 +740,8 @@ static void execute(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (rc) {
 		if (urxe_qp_reliable(qp))
 			request_failed(qp, bth, rc);
+		else if (uc_droppable(oi, rc))
+			uc_drop_message(qp, bth, rc);
 		else if (rc != -EAGAIN)
 			urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
 		return;

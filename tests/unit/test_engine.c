@@ -1077,6 +1077,50 @@ START_TEST(uc_loss_drops_one_message)
 }
 END_TEST
 
+/*
+ * UC has no NAK: WRITEs with a bad rkey (one of two packets, one of one)
+ * are dropped whole, write nothing, and leave the QP as it was: the SEND
+ * and the good WRITE after them arrive.  The sender knows nothing.
+ */
+START_TEST(uc_remote_access_drops)
+{
+	static uint8_t zero[5000];
+	struct urxe_send_wqe *w;
+	struct ibv_wc wc;
+	int i;
+
+	wire_fill(nodes[0].buf, 5000, 7);
+	memset(nodes[1].buf + 100000, 0, 5000);
+	memset(nodes[1].buf + 200000, 0, 5000);
+	post_recv(&nodes[1], 1, 0, 8000);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE, 0, 5000);
+	w->remote_addr = nodes[1].mem.iova + 100000;
+	w->rkey = nodes[1].mem.rkey ^ 0x100;
+	post(&nodes[0]);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE, 0, 64);
+	w->remote_addr = nodes[1].mem.iova + 100000;
+	w->rkey = nodes[1].mem.rkey + 1;
+	post(&nodes[0]);
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 300);
+	post(&nodes[0]);
+	w = new_wqe(&nodes[0], IBV_WR_RDMA_WRITE, 0, 5000);
+	w->remote_addr = nodes[1].mem.iova + 200000;
+	w->rkey = nodes[1].mem.rkey;
+	post(&nodes[0]);
+	pump();
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(poll_one(&nodes[0]).status, IBV_WC_SUCCESS);
+	ck_assert(!memcmp(nodes[1].buf + 100000, zero, sizeof(zero)));
+	wc = poll_one(&nodes[1]);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_uint_eq(wc.byte_len, 300);
+	ck_assert(!memcmp(nodes[1].buf + 200000, nodes[0].buf, 5000));
+	ck_assert(urxe_cq_empty(&nodes[1].cq));
+	ck_assert_int_eq(nodes[1].qp.attr.state, IBV_QPS_RTS);
+}
+END_TEST
+
 /* A WRITE with immediate losing its middle packet consumes no receive. */
 START_TEST(uc_write_imm_loss)
 {
@@ -1207,6 +1251,7 @@ static Suite *engine_suite(void)
 	tc = tcase_create("uc");
 	tcase_add_checked_fixture(tc, uc_setup, uc_teardown);
 	tcase_add_test(tc, uc_send_write_imm);
+	tcase_add_test(tc, uc_remote_access_drops);
 	tcase_add_loop_test(tc, uc_loss_drops_one_message, 0, 3);
 	tcase_add_test(tc, uc_write_imm_loss);
 	tcase_add_test(tc, uc_flow_waits_for_room);
