@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,16 +152,29 @@ int urxe_capture_open(const char *spec, const uint8_t mac[6],
 {
 	char path[4096];
 	struct urxe_capture *c;
+	struct stat st;
 	int rc;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	expand_path(spec, path, sizeof(path));
-	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	/*
+	 * The user's alone (0600): captures hold what the QPs carried.  Not
+	 * through a link, and not into a file someone else made for us to
+	 * fill (in /tmp, say): they would read it.
+	 */
+	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		     0600);
+	if (c->fd >= 0 && (fstat(c->fd, &st) || st.st_uid != geteuid())) {
+		close(c->fd);
+		c->fd = -1;
+		errno = EACCES;
+	}
 	if (c->fd < 0) {
 		rc = -errno;
-		urxe_err("URXE_PCAP: cannot write %s: %s", path, strerror(-rc));
+		urxe_err("URXE_PCAP: cannot write %s: %s (it must be a file of yours, not a link)",
+			 path, strerror(-rc));
 		free(c);
 		return rc;
 	}

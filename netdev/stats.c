@@ -13,8 +13,9 @@
  * moved.  A writer that dies mid-update leaves `seq` odd: readers then give
  * up on the table (not on the counters).
  *
- * Like the slot file, the file is for every user (0666 in the 1777
- * directory) and sparse: only records of slots ever claimed take memory.
+ * Like the slot file, the file is the user's own (0600 in its 0700
+ * runtime directory: nobody else can truncate it under the mappings) and
+ * sparse: only records of slots ever claimed take memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -258,14 +259,7 @@ void urxe_stats_qps_end(struct urxe_stats_rec *rec, unsigned int n,
 
 int urxe_stats_open(const char *rundir)
 {
-	char path[PATH_MAX];
-	int fd;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", rundir,
-			     URXE_STATS_FILE) >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	return fd < 0 ? -errno : fd;
+	return urxe_rundir_open_ro(rundir, URXE_STATS_FILE);
 }
 
 /* The QP table under the sequence lock; false if it never held still. */
@@ -321,6 +315,7 @@ static bool read_header(const struct urxe_stats_rec *rec,
 int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out)
 {
 	const struct urxe_stats_rec *rec;
+	struct stat st;
 	uint32_t magic = 0;
 	unsigned int i;
 	ssize_t n;
@@ -336,6 +331,11 @@ int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out)
 	if (n < 0)
 		return -errno;
 	if (n != sizeof(magic) || magic != URXE_STATS_MAGIC)
+		return -ENOENT;
+	/* A file cut short under the record would fault where it ends. */
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_size < ((off_t)index + 1) * URXE_STATS_REC_SIZE)
 		return -ENOENT;
 	rec = rec_map(fd, index, PROT_READ);
 	if (!rec)

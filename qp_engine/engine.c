@@ -51,10 +51,13 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	/*
 	 * A slot freed by one process is the next one's at once: its QPNs
 	 * must not be (a peer may still be retransmitting to an old QP).
-	 * Each claim of the slot starts its QP numbers elsewhere.
+	 * Each claim of the slot starts its QP numbers elsewhere: 1021 on
+	 * from the user's last claim, and users (whose records, and so
+	 * generations, are their own) at places of their own.
 	 */
 	if (conf->stats)
-		eng->qp_next = (conf->stats->generation * 1021u) &
+		eng->qp_next = (conf->stats->generation * 1021u +
+				(uint32_t)geteuid() * 7919u) &
 			       (URXE_QP_SLOTS - 1);
 	urxe_qpstats_publish(eng);
 	pthread_mutex_init(&eng->lock, NULL);

@@ -301,9 +301,8 @@ void urxe_dev_after_fork_child(void)
 		pthread_mutex_init(&dev->lock, NULL);
 		pthread_mutex_init(&dev->bind_lock, NULL);
 		pthread_mutex_init(&dev->xrc_lock, NULL);
-		if (dev->slot.fd >= 0)
-			close(dev->slot.fd);
-		dev->slot.fd = -1;
+		/* Our copies only: the parent's claim stays. */
+		urxe_slot_release(&dev->slot);
 		/* The counters are the parent's: nothing here may add to them. */
 		urxe_stats_forget(dev->stats);
 		/* The parent owns the sockets; the engine thread stayed there. */

@@ -58,9 +58,6 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid,
 void urxe_dev_flow_sent(struct urxe_dev *dev);
 void urxe_dev_flow_free(struct urxe_dev *dev);
 
-/* xrcd.c: the host-wide registry of XRC domains (file "xrcd"). */
-#define URXE_XRCD_ENTRIES 4096
-
 /*
  * ah.c: a validated RoCE path, what an AH or a QP's primary AV resolves
  * to: port 1, a GRH, a source GID that exists, both GIDs of one family.

@@ -3,20 +3,21 @@
  * XRC domains across processes: what the processes of one domain share.
  *
  * A file-backed domain (ibv_open_xrcd with a file) has one more file,
- * <rundir>/xrcd.<entry>.<gen>, named by its registry entry and generation
- * (xrcd.c) and mapped shared by every process that uses the domain:
+ * <userdir>/xrcd.<entry>.<gen>, named by its registry entry and generation
+ * (xrcd.c) and mapped shared by every process of the user that uses the
+ * domain (its layout and readers: xrcd_file.c):
  *
  *   a header, then
- *   XS_TGTS TGT QP entries: the host's slot and the QP's responder state
+ *   URXE_XS_TGTS TGT QP entries: the host's slot and the QP's responder state
  *           (struct urxe_tgt_shared), published by the process that
  *           created the QP — its host, whose address the QP answers on;
- *   XS_SRQS XRC SRQ entries: number, owner slot and the owner's GID, so
+ *   URXE_XS_SRQS XRC SRQ entries: number, owner slot and the owner's GID, so
  *           that a host can relay a request to the process whose SRQ it
  *           names.
  *
  * Liveness is carried by OFD locks on the same file, as elsewhere:
  *   byte 0               the table mutex (write lock, blocking);
- *   byte XS_LIVE + slot  a read lock held by the process of that slot
+ *   byte URXE_XS_LIVE + slot  a read lock held by the process of that slot
  *                        while it uses the domain.
  * An entry whose owner's byte nobody holds belongs to a process that died
  * (or left): a host's TGT QP is then gone, an owner's SRQ unknown.  A
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,40 +36,13 @@
 #include <urxe/provider.h>
 
 #include "xrc_shared.h"
-
-#define XS_MAGIC 0x32637278u	/* "xrc2" */
-#define XS_TGTS 64
-#define XS_SRQS 1024
-#define XS_LIVE 4096
-
-struct xs_tgt {
-	uint32_t in_use;
-	uint32_t host_slot;
-	struct urxe_tgt_shared st;
-};
-
-struct xs_srq {
-	uint32_t in_use;
-	uint32_t owner_slot;
-	uint32_t srqn;
-	uint32_t pad;
-	union ibv_gid gid;
-};
-
-struct xs_file {
-	uint32_t magic;
-	uint32_t ntgt;
-	uint32_t nsrq;
-	uint8_t pad[52];
-	struct xs_tgt tgt[XS_TGTS];
-	struct xs_srq srq[XS_SRQS];
-};
+#include "xrcd_file.h"
 
 struct urxe_xrc_dom {
 	struct urxe_dev *dev;
 	uint64_t domain_id;
 	int fd;
-	struct xs_file *f;
+	struct urxe_xs_file *f;
 	unsigned int slot;
 	int refs;
 	pthread_mutex_t lock;		/* the OFD mutex is per description */
@@ -99,59 +72,21 @@ static void table_unlock(struct urxe_xrc_dom *d)
 
 bool urxe_xrc_slot_live(struct urxe_xrc_dom *d, unsigned int slot)
 {
-	return slot == d->slot || urxe_ofd_held(d->fd, XS_LIVE + slot);
+	return urxe_xs_slot_live(d->fd, d->slot, slot);
 }
 
 static int dom_map(struct urxe_xrc_dom *d)
 {
-	struct xs_file *f;
-	struct stat st;
 	char name[64];
-	int rc, i;
+	int rc;
 
 	file_name(name, sizeof(name), d->domain_id);
 	d->fd = urxe_rundir_open(d->dev->desc.rundir, name);
 	if (d->fd < 0)
 		return d->fd;
-	rc = urxe_ofd_lock(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
+	rc = urxe_xs_map(d->fd, d->slot, &d->f);
 	if (rc)
-		goto err;
-	if (fstat(d->fd, &st)) {
-		rc = -errno;
-		goto err;
-	}
-	if ((size_t)st.st_size < sizeof(*f) && ftruncate(d->fd, sizeof(*f))) {
-		rc = -errno;
-		goto err;
-	}
-	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, 0);
-	if (f == MAP_FAILED) {
-		rc = -errno;
-		goto err;
-	}
-	if (f->magic != XS_MAGIC || f->ntgt != XS_TGTS || f->nsrq != XS_SRQS) {
-		memset(f, 0, sizeof(*f));
-		f->ntgt = XS_TGTS;
-		f->nsrq = XS_SRQS;
-		f->magic = XS_MAGIC;
-	}
-	/* What an earlier holder of our slot left is stale. */
-	for (i = 0; i < XS_TGTS; i++)
-		if (f->tgt[i].in_use && f->tgt[i].host_slot == d->slot)
-			f->tgt[i].in_use = 0;
-	for (i = 0; i < XS_SRQS; i++)
-		if (f->srq[i].in_use && f->srq[i].owner_slot == d->slot)
-			f->srq[i].in_use = 0;
-	rc = urxe_ofd_lock(d->fd, F_OFD_SETLK, F_RDLCK, XS_LIVE + d->slot);
-	urxe_ofd_lock(d->fd, F_OFD_SETLK, F_UNLCK, 0);
-	if (rc) {
-		munmap(f, sizeof(*f));
-		goto err;
-	}
-	d->f = f;
-	return 0;
-err:
-	close(d->fd);	/* drops the mutex too */
+		close(d->fd);	/* drops the locks too */
 	return rc;
 }
 
@@ -216,7 +151,7 @@ void urxe_xrc_dom_put(struct urxe_xrc_dom *d)
 	}
 	pthread_mutex_unlock(&doms_lock);
 	hidden_views_drop(d);
-	munmap(d->f, sizeof(*d->f));
+	urxe_xs_unmap(d->f);
 	close(d->fd);		/* our liveness byte goes with it */
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -224,13 +159,14 @@ void urxe_xrc_dom_put(struct urxe_xrc_dom *d)
 
 void urxe_xrc_dom_unlink(const char *rundir, uint64_t domain_id)
 {
-	char name[64], path[URXE_RUNDIR_MAX + 64];
+	char name[64];
+	int rc;
 
 	file_name(name, sizeof(name), domain_id);
-	snprintf(path, sizeof(path), "%s/%s", rundir, name);
-	if (unlink(path) && errno != ENOENT)
-		urxe_dbg("XRC domain: cannot remove %s: %s", path,
-			 strerror(errno));
+	rc = urxe_rundir_unlink(rundir, name);
+	if (rc)
+		urxe_dbg("XRC domain: cannot remove %s in %s: %s", name, rundir,
+			 strerror(-rc));
 }
 
 /* ---- TGT QPs ---- */
@@ -249,12 +185,12 @@ static void tgt_lock_init(struct urxe_tgt_shared *st)
 int urxe_xrc_tgt_publish(struct urxe_xrc_dom *d, uint32_t qpn,
 			 struct urxe_tgt_shared **out)
 {
-	struct xs_tgt *t = NULL;
+	struct urxe_xs_tgt *t = NULL;
 	int i;
 
 	table_lock(d);
-	for (i = 0; i < XS_TGTS; i++) {
-		struct xs_tgt *c = &d->f->tgt[i];
+	for (i = 0; i < URXE_XS_TGTS; i++) {
+		struct urxe_xs_tgt *c = &d->f->tgt[i];
 
 		if (!c->in_use || !urxe_xrc_slot_live(d, c->host_slot)) {
 			t = c;
@@ -264,7 +200,7 @@ int urxe_xrc_tgt_publish(struct urxe_xrc_dom *d, uint32_t qpn,
 	if (!t) {
 		table_unlock(d);
 		urxe_err("XRC domain: all %d shared TGT QPs are in use; destroy some",
-			 XS_TGTS);
+			 URXE_XS_TGTS);
 		return -ENOMEM;
 	}
 	memset(&t->st, 0, sizeof(t->st));
@@ -278,9 +214,10 @@ int urxe_xrc_tgt_publish(struct urxe_xrc_dom *d, uint32_t qpn,
 	return 0;
 }
 
-static struct xs_tgt *tgt_of(struct urxe_tgt_shared *st)
+static struct urxe_xs_tgt *tgt_of(struct urxe_tgt_shared *st)
 {
-	return (struct xs_tgt *)((char *)st - offsetof(struct xs_tgt, st));
+	return (struct urxe_xs_tgt *)((char *)st -
+				      offsetof(struct urxe_xs_tgt, st));
 }
 
 void urxe_xrc_tgt_unpublish(struct urxe_xrc_dom *d, struct urxe_tgt_shared *st)
@@ -292,27 +229,18 @@ void urxe_xrc_tgt_unpublish(struct urxe_xrc_dom *d, struct urxe_tgt_shared *st)
 
 struct urxe_tgt_shared *urxe_xrc_tgt_find(struct urxe_xrc_dom *d, uint32_t qpn)
 {
-	struct urxe_tgt_shared *st = NULL;
-	int i;
+	struct urxe_xs_tgt *t;
 
 	table_lock(d);
-	for (i = 0; i < XS_TGTS; i++) {
-		struct xs_tgt *t = &d->f->tgt[i];
-
-		if (t->in_use && t->st.qpn == qpn &&
-		    urxe_xrc_slot_live(d, t->host_slot)) {
-			st = &t->st;
-			break;
-		}
-	}
+	t = urxe_xs_tgt_find(d->f, d->fd, d->slot, qpn);
 	table_unlock(d);
-	return st;
+	return t ? &t->st : NULL;
 }
 
 bool urxe_xrc_tgt_alive(struct urxe_xrc_dom *d, struct urxe_tgt_shared *st,
 			uint32_t qpn)
 {
-	struct xs_tgt *t = tgt_of(st);
+	struct urxe_xs_tgt *t = tgt_of(st);
 
 	return __atomic_load_n(&t->in_use, __ATOMIC_ACQUIRE) &&
 	       st->qpn == qpn && urxe_xrc_slot_live(d, t->host_slot);
@@ -326,8 +254,8 @@ int urxe_xrc_srq_publish(struct urxe_xrc_dom *d, uint32_t srqn,
 	int i, rc = -ENOMEM;
 
 	table_lock(d);
-	for (i = 0; i < XS_SRQS; i++) {
-		struct xs_srq *s = &d->f->srq[i];
+	for (i = 0; i < URXE_XS_SRQS; i++) {
+		struct urxe_xs_srq *s = &d->f->srq[i];
 
 		if (s->in_use && urxe_xrc_slot_live(d, s->owner_slot))
 			continue;
@@ -341,7 +269,7 @@ int urxe_xrc_srq_publish(struct urxe_xrc_dom *d, uint32_t srqn,
 	table_unlock(d);
 	if (rc)
 		urxe_err("XRC domain: all %d shared SRQ entries are in use",
-			 XS_SRQS);
+			 URXE_XS_SRQS);
 	return rc;
 }
 
@@ -350,8 +278,8 @@ void urxe_xrc_srq_unpublish(struct urxe_xrc_dom *d, uint32_t srqn)
 	int i;
 
 	table_lock(d);
-	for (i = 0; i < XS_SRQS; i++) {
-		struct xs_srq *s = &d->f->srq[i];
+	for (i = 0; i < URXE_XS_SRQS; i++) {
+		struct urxe_xs_srq *s = &d->f->srq[i];
 
 		if (s->in_use && s->srqn == srqn && s->owner_slot == d->slot)
 			s->in_use = 0;
@@ -366,19 +294,7 @@ void urxe_xrc_srq_unpublish(struct urxe_xrc_dom *d, uint32_t srqn)
 bool urxe_xrc_srq_route(struct urxe_xrc_dom *d, uint32_t srqn,
 			union ibv_gid *gid)
 {
-	int i;
-
-	for (i = 0; i < XS_SRQS; i++) {
-		struct xs_srq *s = &d->f->srq[i];
-
-		if (__atomic_load_n(&s->in_use, __ATOMIC_ACQUIRE) &&
-		    s->srqn == srqn && s->owner_slot != d->slot &&
-		    urxe_xrc_slot_live(d, s->owner_slot)) {
-			*gid = s->gid;
-			return true;
-		}
-	}
-	return false;
+	return urxe_xs_srq_route(d->f, d->fd, d->slot, srqn, gid);
 }
 
 /* ---- this process's views of TGT QPs hosted by others ---- */
@@ -411,7 +327,7 @@ void urxe_xrc_unload(void)
 
 	while ((d = doms)) {
 		doms = d->next;
-		munmap(d->f, sizeof(*d->f));
+		urxe_xs_unmap(d->f);
 		close(d->fd);
 		pthread_mutex_destroy(&d->lock);
 		free(d);

@@ -2,10 +2,12 @@
 /*
  * XRC domains (ibv_open_xrcd(3)).  fd = -1 makes a private domain; a
  * file's descriptor names the domain of that file's inode on this device,
- * one domain for every opener on the host, in any process.
+ * one domain for every opener of the user on the host, in any process
+ * (another user's opener has a domain of its own: docs/design.md).
  *
- * Host-wide state is one file, <rundir>/xrcd, mapped shared:
- *   a header, then URXE_XRCD_ENTRIES entries (device, st_dev, st_ino, gen).
+ * The user's state is one file, <userdir>/xrcd, mapped shared
+ * (xrcd_file.c): a header, then URXE_XRCD_ENTRIES entries (device,
+ * st_dev, st_ino, gen).
  * Open file description locks on the same file carry the life of it:
  *   byte 0      the registry mutex (write lock, blocking);
  *   byte 1 + i  a read lock per open handle of entry i's domain.
@@ -17,7 +19,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,110 +27,9 @@
 
 #include "provider_int.h"
 #include "xrc_shared.h"
-
-#define XRCD_MAGIC 0x31637278u	/* "xrc1" */
-
-struct xrcd_entry {
-	uint32_t in_use;
-	uint32_t gen;
-	uint64_t st_dev;
-	uint64_t st_ino;
-	char dev[URXE_DEV_NAME_MAX];
-};
-
-struct xrcd_registry {
-	uint32_t magic;
-	uint32_t nentries;
-	uint8_t pad[56];
-	struct xrcd_entry e[URXE_XRCD_ENTRIES];
-};
-
-_Static_assert(sizeof(struct xrcd_entry) == 88, "registry entry layout");
-_Static_assert(offsetof(struct xrcd_registry, e) == 64, "registry header");
+#include "xrcd_file.h"
 
 static atomic_ullong private_ids = 1;
-
-/* Whether a handle other than @fd's holds entry @i's domain open. */
-static bool entry_live(int fd, int i)
-{
-	return urxe_ofd_held(fd, 1 + i);
-}
-
-/* Maps the registry; registry mutex held. */
-static int registry_map(int fd, struct xrcd_registry **out)
-{
-	struct xrcd_registry *reg;
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return -errno;
-	if ((size_t)st.st_size < sizeof(*reg) && ftruncate(fd, sizeof(*reg)))
-		return -errno;
-	reg = mmap(NULL, sizeof(*reg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (reg == MAP_FAILED)
-		return -errno;
-	if (reg->magic != XRCD_MAGIC) {
-		memset(reg, 0, sizeof(*reg));
-		reg->magic = XRCD_MAGIC;
-		reg->nentries = URXE_XRCD_ENTRIES;
-	}
-	*out = reg;
-	return 0;
-}
-
-static bool entry_matches(const struct xrcd_entry *e, const char *dev,
-			  const struct stat *st)
-{
-	return e->in_use && e->st_dev == st->st_dev && e->st_ino == st->st_ino &&
-	       !strncmp(e->dev, dev, sizeof(e->dev));
-}
-
-/*
- * Finds or creates the domain of @st on @dev and takes this handle's read
- * lock on it.  Registry mutex held.  Returns the entry index or -errno.
- */
-static int registry_join(struct xrcd_registry *reg, int fd, const char *dev,
-			 const struct stat *st, int oflags, uint32_t *gen,
-			 bool *created)
-{
-	int i, free_i = -1, rc;
-
-	for (i = 0; i < URXE_XRCD_ENTRIES; i++) {
-		struct xrcd_entry *e = &reg->e[i];
-
-		if (!e->in_use || !entry_live(fd, i)) {
-			if (free_i < 0)
-				free_i = i;
-			continue;
-		}
-		if (entry_matches(e, dev, st))
-			break;
-	}
-	if (i < URXE_XRCD_ENTRIES) {
-		if ((oflags & O_CREAT) && (oflags & O_EXCL))
-			return -EINVAL;
-	} else {
-		if (!(oflags & O_CREAT))
-			return -EAGAIN;
-		if (free_i < 0) {
-			urxe_err("all %d XRC domains of this host are in use",
-				 URXE_XRCD_ENTRIES);
-			return -ENOSPC;
-		}
-		i = free_i;
-		reg->e[i].st_dev = st->st_dev;
-		reg->e[i].st_ino = st->st_ino;
-		snprintf(reg->e[i].dev, sizeof(reg->e[i].dev), "%s", dev);
-		reg->e[i].gen++;
-		reg->e[i].in_use = 1;
-		*created = true;
-	}
-	rc = urxe_ofd_lock(fd, F_OFD_SETLK, F_RDLCK, 1 + i);
-	if (rc)
-		return rc;
-	*gen = reg->e[i].gen;
-	return i;
-}
 
 /*
  * Which device a domain is of, host-wide: the name, the interface and the
@@ -149,8 +49,8 @@ static void device_key(const struct urxe_dev *dev, char *key, size_t len)
 
 static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 {
-	char key[URXE_DEV_NAME_MAX];
-	struct xrcd_registry *reg;
+	char key[URXE_XRCD_KEY_MAX];
+	struct urxe_xrcd_registry *reg;
 	struct stat st;
 	uint32_t gen = 0;
 	bool created = false;
@@ -164,13 +64,16 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	rc = urxe_ofd_lock(lfd, F_OFD_SETLKW, F_WRLCK, 0);
 	if (rc)
 		goto err_close;
-	rc = registry_map(lfd, &reg);
+	rc = urxe_xrcd_registry_map(lfd, &reg);
 	if (rc)
 		goto err_close;
 	device_key(x->dev, key, sizeof(key));
-	rc = registry_join(reg, lfd, key, &st, oflags, &gen,
-			   &created);
-	munmap(reg, sizeof(*reg));
+	rc = urxe_xrcd_registry_join(reg, lfd, key, &st, oflags, &gen,
+				     &created);
+	urxe_xrcd_registry_unmap(reg);
+	if (rc == -ENOSPC)
+		urxe_err("all %d XRC domains of this user are in use",
+			 URXE_XRCD_ENTRIES);
 	if (rc < 0)
 		goto err_close;
 	urxe_ofd_lock(lfd, F_OFD_SETLK, F_UNLCK, 0);
@@ -275,19 +178,19 @@ void urxe_xrcd_release(struct urxe_xrcd *x)
 	 * the parent: touching the locks would release the parent's claim.
 	 */
 	if (x->lock_fd >= 0 && !x->dev->dead) {
-		struct xrcd_registry *reg;
+		struct urxe_xrcd_registry *reg;
 
 		/* The last handle out marks the entry free. */
 		if (!urxe_ofd_lock(x->lock_fd, F_OFD_SETLKW, F_WRLCK, 0) &&
 		    !urxe_ofd_lock(x->lock_fd, F_OFD_SETLK, F_UNLCK, 1 + x->entry) &&
-		    !entry_live(x->lock_fd, x->entry) &&
-		    !registry_map(x->lock_fd, &reg)) {
+		    !urxe_xrcd_entry_live(x->lock_fd, x->entry) &&
+		    !urxe_xrcd_registry_map(x->lock_fd, &reg)) {
 			if ((reg->e[x->entry].gen == (uint32_t)(x->domain_id >> 32))) {
 				reg->e[x->entry].in_use = 0;
 				urxe_xrc_dom_unlink(x->dev->desc.rundir,
 						    x->domain_id);
 			}
-			munmap(reg, sizeof(*reg));
+			urxe_xrcd_registry_unmap(reg);
 		}
 		urxe_ofd_lock(x->lock_fd, F_OFD_SETLK, F_UNLCK, 0);
 	}

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * urxe stats [--qp] [--all] [NAME]: the counters of the device instances
- * on this host, read from the per-slot records in <rundir>/counters
+ * of this user on this host, read from the per-slot records in the user's
+ * runtime directory (<rundir>/urxe-v2-<uid>/counters; nobody else's are
+ * readable)
  * (netdev/stats.c), summed per device name with kernel rxe's counter names;
  * with --qp also each instance and its QPs.  By default only instances
  * open now (their slot is held); --all adds the last figures of instances
@@ -227,8 +229,8 @@ int urxe_cli_stats(int argc, char **argv)
 			o.all ? "" : " (--all shows exited ones)");
 		return 1;
 	}
-	printf("# %s in %s\n", o.all ? "device instances, open and exited," :
-				      "device instances open", cfg.rundir);
+	printf("# %s in %s\n", o.all ? "your device instances, open and exited," :
+				      "your device instances open", cfg.rundir);
 	for (i = 0; i < n; i = j) {
 		for (j = i + 1; j < n && !strcmp(v[i].s.dev, v[j].s.dev); j++)
 			;

@@ -115,8 +115,8 @@ static int cmd_dev_show(int argc, char **argv)
 		return fail("no device %s (see `urxe dev show`)", argv[0]);
 	n = slots_in_use(cfg.rundir);
 	if (n >= 0)
-		printf("# %d device instance(s) open on this host (%s)\n", n,
-		       cfg.rundir);
+		printf("# %d device instance(s) open on this host by you (%s)\n",
+		       n, cfg.rundir);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define URXE_IFACE_MAX_ADDRS 14
@@ -54,37 +55,62 @@ int urxe_iface_watch_fd(const struct urxe_iface_watch *w);
 bool urxe_iface_watch_drain(struct urxe_iface_watch *w);
 void urxe_iface_watch_close(struct urxe_iface_watch *w);
 
-/* Host-wide slots: byte k of one lock file, held with an OFD lock. */
+/*
+ * Slots (slot.c): k in FIRST..LAST, unique among this user's instances on
+ * the host (a lock on byte k of its `slots`) and among every user's in the
+ * network namespace (an abstract socket name).
+ */
 #define URXE_SLOT_FIRST 1
 #define URXE_SLOT_LAST 1022	/* QPN = slot << 14 | index stays < 0xFFFFFF */
-#define URXE_RUNDIR_DEFAULT "/dev/shm/urxe-v1"
+/* The base every user's runtime directory is in (rundir.c). */
+#define URXE_RUNDIR_DEFAULT "/dev/shm"
+/* The administrator's limits ("instances_per_user N"). */
+#define URXE_LIMITS_CONF "/etc/urxe/limits.conf"
+#define URXE_INSTANCES_DEFAULT 512	/* a user's instances on the host */
 
 struct urxe_slot {
-	int fd;			/* lock file, O_CLOEXEC, holds the OFD lock */
+	int fd;			/* `slots`, O_CLOEXEC, holds the OFD lock; -1: none */
+	int name_fd;		/* the bound abstract socket */
 	unsigned int index;
 	/*
-	 * Index of the slot's loopback address: the slot itself in the default
-	 * runtime directory; in another one a place from a hash of its path,
-	 * so that separate runtime directories (tests) rarely share addresses.
+	 * Index of the slot's loopback address: the slot itself under the
+	 * default base; under another one a place from a hash of its path,
+	 * so that separate bases (tests) rarely share addresses.
 	 */
 	unsigned int addr_index;
 };
 
-/* Creates (mode 1777) or checks the runtime directory. */
-int urxe_rundir_prepare(const char *rundir);
 /*
- * Opens (creating mode 0666) @file inside @rundir.  Returns the fd or a
- * negative errno.
+ * The user's own runtime directory, <rundir>/urxe-v2-<euid> (0700), opened
+ * after checking the base and it (rundir.c): the fd, or -EACCES / -ENOTDIR
+ * / -errno with a log line saying what to do.
+ */
+int urxe_rundir_user(const char *rundir);
+/* Its name, "urxe-v2-<euid>". */
+void urxe_rundir_user_name(char *buf, size_t len);
+/*
+ * Opens (creating mode 0600) @file in the user's runtime directory: a
+ * regular file of the user's, or a negative errno.
  */
 int urxe_rundir_open(const char *rundir, const char *file);
+/* The same, read-only, never creating. */
+int urxe_rundir_open_ro(const char *rundir, const char *file);
+/* Removes @file there (gone already: 0). */
+int urxe_rundir_unlink(const char *rundir, const char *file);
+
+/* A user's instances on this host, at most (see slot.c). */
+unsigned int urxe_slot_user_limit(void);
+/* Tests: the limit is @max (0: as configured). */
+void urxe_slot_test_limit(unsigned int max);
 
 /*
- * Claims the lowest free slot of @rundir.  The kernel drops the claim when
- * the process dies; urxe_slot_release() drops it earlier.
+ * Claims the lowest free slot.  The kernel drops the claim when the process
+ * dies; urxe_slot_release() drops it earlier.  -EUSERS (logged) when all
+ * are taken or the user has reached its limit.
  */
 int urxe_slot_claim(const char *rundir, struct urxe_slot *slot);
 void urxe_slot_release(struct urxe_slot *slot);
-/* Whether slot @index is held: 1, 0, or a negative errno. */
+/* Whether this user holds slot @index: 1, 0, or a negative errno. */
 int urxe_slot_busy(const char *rundir, unsigned int index);
 /*
  * Open file description locks on byte @at of a runtime file (slots, the
@@ -183,7 +209,7 @@ struct urxe_stats_snap {
 };
 
 /*
- * Maps @slot's record (creating and sizing the file, mode 0666) and claims
+ * Maps @slot's record (creating and sizing the file, mode 0600) and claims
  * it for a new instance: zeroed, generation + 1, this pid, @dev and
  * @netdev.  The caller must hold @slot.  Returns 0 or a negative errno.
  */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <urxe/netdev.h>
@@ -186,6 +187,42 @@ START_TEST(open_fails)
 }
 END_TEST
 
+/* Captures are the user's alone: 0600, never through a link or into a
+ * file someone else made. */
+START_TEST(private_file)
+{
+	char *dir = tu_mkdtemp(), *path, *link, *other;
+	struct urxe_capture *c = NULL;
+	struct stat st;
+	mode_t old = umask(0);
+
+	ck_assert_ptr_nonnull(dir);
+	path = tu_path(dir, "cap.pcapng");
+	link = tu_path(dir, "link.pcapng");
+	other = tu_path(dir, "theirs.pcapng");
+	ck_assert_int_eq(urxe_capture_open(path, mac, &c), 0);
+	urxe_capture_close(c);
+	umask(old);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
+	ck_assert_int_eq(symlink(path, link), 0);
+	c = NULL;
+	ck_assert_int_lt(urxe_capture_open(link, mac, &c), 0);
+	ck_assert_ptr_null(c);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(tu_write_file(other, ""), 0);
+		ck_assert_int_eq(chown(other, 65534, 65534), 0);
+		ck_assert_int_eq(urxe_capture_open(other, mac, &c), -EACCES);
+		ck_assert_ptr_null(c);
+	}
+	tu_rmtree(dir);
+	free(dir);
+	free(path);
+	free(link);
+	free(other);
+}
+END_TEST
+
 static Suite *capture_suite(void)
 {
 	Suite *s = suite_create("capture");
@@ -194,6 +231,7 @@ static Suite *capture_suite(void)
 	tcase_add_test(tc, pcapng_blocks);
 	tcase_add_test(tc, libpcap_reads_it);
 	tcase_add_test(tc, open_fails);
+	tcase_add_test(tc, private_file);
 	suite_add_tcase(s, tc);
 	return s;
 }

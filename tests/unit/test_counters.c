@@ -187,15 +187,15 @@ START_TEST(absent)
 	struct urxe_slot a;
 	struct urxe_stats_rec *rec;
 	struct stat st;
-	char *path = tu_path(sb.rundir, URXE_STATS_FILE);
+	char *path = tu_path(sb.userdir, URXE_STATS_FILE);
 	int fd;
 
 	ck_assert_int_eq(urxe_stats_open(sb.rundir), -ENOENT);
 	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &a), 0);
 	ck_assert_int_eq(urxe_stats_attach(sb.rundir, &a, "rxe0", "lo", &rec), 0);
-	/* For every user, sized for every slot, sparse. */
+	/* The user's own, sized for every slot, sparse. */
 	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_int_eq(st.st_mode & 07777, 0666);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
 	ck_assert_int_eq(st.st_size,
 			 (off_t)(URXE_SLOT_LAST + 1) * URXE_STATS_REC_SIZE);
 	fd = urxe_stats_open(sb.rundir);

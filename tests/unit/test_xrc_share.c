@@ -301,11 +301,11 @@ START_TEST(fork_while_domain_lock_held)
 	/* A first SRQ makes the domain's shared file; then it goes again. */
 	first = xrc_srq(b.c, b.x, b.pd, b.cq);
 	ck_assert_ptr_nonnull(first);
-	d = opendir(sb.rundir);
+	d = opendir(sb.userdir);
 	ck_assert_ptr_nonnull(d);
 	while ((de = readdir(d)))
 		if (!strncmp(de->d_name, "xrcd.", 5))
-			path = tu_path(sb.rundir, de->d_name);
+			path = tu_path(sb.userdir, de->d_name);
 	closedir(d);
 	ck_assert_ptr_nonnull(path);
 	ck_assert_int_eq(ibv_destroy_srq(first), 0);

@@ -281,6 +281,7 @@ static inline int tu_exit_code(int status)
 struct tu_sandbox {
 	char *dir;		/* the temp dir; everything below is removed */
 	char *rundir;		/* URXE_RUNDIR */
+	char *userdir;		/* the user's directory in it (urxe-v2-<euid>) */
 	char *home;		/* HOME and XDG_CONFIG_HOME */
 };
 
@@ -292,8 +293,16 @@ static inline int tu_sandbox_init(struct tu_sandbox *sb)
 	if (!sb->dir)
 		return -errno;
 	sb->rundir = tu_path(sb->dir, "run");
+	{
+		char name[32];
+
+		snprintf(name, sizeof(name), "urxe-v2-%u",
+			 (unsigned int)geteuid());
+		sb->userdir = sb->rundir ? tu_path(sb->rundir, name) : NULL;
+	}
 	sb->home = tu_path(sb->dir, "home");
-	if (!sb->rundir || !sb->home || mkdir(sb->home, 0700))
+	if (!sb->rundir || !sb->userdir || !sb->home ||
+	    mkdir(sb->home, 0700))
 		return -ENOMEM;
 	setenv("URXE_RUNDIR", sb->rundir, 1);
 	setenv("HOME", sb->home, 1);
@@ -307,6 +316,7 @@ static inline void tu_sandbox_fini(struct tu_sandbox *sb)
 	tu_rmtree(sb->dir);
 	free(sb->dir);
 	free(sb->rundir);
+	free(sb->userdir);
 	free(sb->home);
 	memset(sb, 0, sizeof(*sb));
 	tu_env_restore();
