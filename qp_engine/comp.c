@@ -163,6 +163,7 @@ static void progressed(struct urxe_eqp *qp, uint32_t acked)
 
 	qp->retries_left = qp->attr.retry_cnt;
 	qp->progress_ns = now;
+	qp->stall_since = 0;
 	qp->rto_ns = 0;
 	if (qp->rtt_active && !urxe_psn_before(acked, qp->rtt_psn)) {
 		uint32_t sample = (uint32_t)(now - qp->rtt_start);
@@ -431,6 +432,36 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	}
 }
 
+#define URXE_PEER_STALL_MAX_NS 60000000000ull	/* a minute */
+
+/*
+ * The peer is an instance on this host that has not read what it was sent
+ * (ops->peer_unread): stopped, in a debugger, starved of CPU.  A kernel
+ * device answers for a process in that state, so its QPs' peers never see
+ * a timeout; here the silence is not counted as a retry either, for up to
+ * URXE_PEER_STALL_MAX_NS in a row — then the retries count as usual, so
+ * a peer that never reads again still ends the QP.
+ */
+static bool peer_stalled(struct urxe_eqp *qp, uint64_t now)
+{
+	struct urxe_engine *e = qp->eng;
+	struct urxe_tx_path path;
+
+	if (!e->ops->peer_unread)
+		return false;
+	urxe_qp_path(qp, &path);
+	if (!e->ops->peer_unread(e->priv, path.dgid)) {
+		qp->stall_since = 0;
+		return false;
+	}
+	if (!qp->stall_since) {
+		qp->stall_since = now;
+		urxe_dbg("QP 0x%06x: no answer from QP 0x%06x, whose process (on this host) has not read its socket: not counted as a retry",
+			 qp->qpn, qp->attr.dest_qpn);
+	}
+	return now - qp->stall_since < URXE_PEER_STALL_MAX_NS;
+}
+
 void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 {
 	if (qp->flow_deadline && now >= qp->flow_deadline) {
@@ -451,6 +482,12 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 	}
 	/* IBA 9.7.6.1.3: a retry per timeout without progress; retry_cnt
 	 * retries, then the WQE fails (7 means 7). */
+	if (now - qp->progress_ns >= iba_timeout_ns(qp) && peer_stalled(qp, now)) {
+		/* Nothing lost: wait for it to read, without resending. */
+		qp->progress_ns = now;
+		urxe_timer_set(qp, &qp->retx_deadline, now + iba_timeout_ns(qp));
+		return;
+	}
 	if (now - qp->progress_ns >= iba_timeout_ns(qp)) {
 		if (!qp->retries_left) {
 			struct urxe_engine *e = qp->eng;

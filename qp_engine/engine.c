@@ -629,6 +629,7 @@ static void reset_completer(struct urxe_eqp *qp)
 	qp->retx_deadline = 0;
 	qp->rnr_deadline = 0;
 	qp->progress_ns = 0;
+	qp->stall_since = 0;
 	qp->srtt_ns = 0;
 	qp->rto_ns = 0;
 	qp->rtt_active = false;

@@ -320,6 +320,30 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 	return dst_wait(dev, f, d, now);
 }
 
+/*
+ * RC's retry timer: has the instance at @dgid, on this host, datagrams in
+ * its receive socket it has not read?  Then it is not running (stopped,
+ * in a debugger, starved of CPU) rather than losing what it is sent: a
+ * kernel device would still answer for it, so its silence is no loss.
+ */
+bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid)
+{
+	struct urxe_dev *dev = priv;
+	struct urxe_flow *f;
+	struct flow_dst *d;
+	int64_t room, size;
+
+	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))
+		return false;
+	d = dst_find(f, dgid);
+	if (!d->local)
+		return false;
+	f->queries++;
+	if (urxe_sockroom_query(f->sr, dgid->raw, URXE_UDP_PORT, &room, &size))
+		return false;	/* nobody there: its silence is real */
+	return room < size;
+}
+
 void urxe_dev_flow_sent(struct urxe_dev *dev)
 {
 	if (dev->flow)

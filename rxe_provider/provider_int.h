@@ -52,6 +52,8 @@ void urxe_dev_transport_fini(struct urxe_dev *dev);
  * flow.c: UC/UD flow control toward receive sockets of this host (the
  * engine's tx_wait, udp backend), and its end with the instance.
  */
+/* ops->peer_unread (flow.c): a local peer that has not read its socket. */
+bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid);
 uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid,
 			  uint32_t len);
 /* The transmit batch went to the kernel: its packets are no longer unsent. */

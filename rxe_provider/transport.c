@@ -453,6 +453,7 @@ static const struct urxe_engine_ops dev_ops = {
 	.xrc_foreign = urxe_xrc_op_foreign,
 	.xrc_watch = urxe_xrc_op_watch,
 	.tx_wait = urxe_dev_tx_wait,
+	.peer_unread = urxe_dev_peer_unread,
 };
 
 int urxe_dev_transport_init(struct urxe_dev *dev)

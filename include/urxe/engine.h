@@ -412,6 +412,11 @@ struct urxe_eqp {
 	 * until then; 0: not waiting.  Last: the RC fields keep their places.
 	 */
 	uint64_t flow_deadline;
+	/*
+	 * RC: since when retries have not been counted because the peer, on
+	 * this host, has not read what it was sent (0: not now).
+	 */
+	uint64_t stall_since;
 };
 
 /* ---- the engine ---- */
@@ -459,6 +464,13 @@ struct urxe_engine_ops {
 	 */
 	uint64_t (*tx_wait)(void *priv, const union ibv_gid *dgid,
 			    uint32_t len);
+	/*
+	 * RC's transport timer (may be NULL): is @dgid an instance on this
+	 * host whose receive socket holds datagrams it has not read?  Then a
+	 * timeout without an answer is not counted as a retry (comp.c).
+	 * Called with the progress lock held.
+	 */
+	bool (*peer_unread)(void *priv, const union ibv_gid *dgid);
 };
 
 /* Where an incoming frame came from, as the netdev saw it. */

@@ -10,6 +10,8 @@
 # server must find no invalid data.
 #   (a) on loopback: rxe0 on lo, GID index 0 (each process its own
 #       ::ffff:127.x.y.z);
+#       Then a server stopped (SIGSTOP) for 3 s in the middle of a run:
+#       its client's QP must not time out (kernel rxe answers for it);
 #   (b) across two network namespaces joined by a veth pair (root only):
 #       rxe0 on vethA (198.18.0.1) and on vethB (198.18.0.2), GID index 1,
 #       the IPv4 entry; one more run over the IPv6 GID (2001:db8::).
@@ -141,6 +143,47 @@ if [ "$PCAP" -eq 1 ]; then
 	pp lo 1048576 10 "-c" gso
 	pp lo 65536 50 "-c -e" gso
 fi
+
+# A peer that stops (SIGSTOP: a debugger, a starved CPU) for longer than the
+# retry budget (8 x 67 ms): kernel rxe answers for a stopped process, so
+# its peers never time out; neither may urxe's.  The server stops for 3 s
+# in the middle of a run; both must go on and exit 0.
+stopped_peer() {
+	local port spid cpid prog crc
+	next_port port
+	local args=(ibv_rc_pingpong -d rxe0 -g 0 -p "$port" -s 4096 -n 100000 -c)
+	if ! serve stop.srv "$port" as_user "$LIB" "${args[@]}"; then
+		reap "$BG_PID"
+		fail "stopped peer: the server did not listen"
+		show stop.srv
+		return
+	fi
+	spid=$BG_PID
+	bg_user stop.cli as_user "$LIB" "${args[@]}" localhost
+	cpid=$BG_PID
+	sleep 0.5	# connected, exchanging (its output is buffered: no sign)
+	prog=$(pgrep -P "$spid" | head -n 1) || true
+	if [ -z "$prog" ] || ! kill -STOP "$prog" 2>/dev/null || ! alive "$cpid"; then
+		stop_pid "$cpid"
+		stop_pid "$spid"
+		fail "stopped peer: the run was over before the server could be stopped"
+		return
+	fi
+	sleep 3
+	kill -CONT "$prog"
+	reap "$cpid"
+	crc=$RC
+	reap "$spid"
+	if [ "$crc" -eq 0 ] && [ "$RC" -eq 0 ] &&
+		! grep -qi "fail\|invalid" "$(out stop.srv)" "$(out stop.cli)" "$(err stop.cli)"; then
+		pass "stopped peer: ibv_rc_pingpong's server stopped 3 s mid-run; both went on and exit 0"
+	else
+		fail "stopped peer: client exit $crc, server exit $RC"
+		show stop.srv "$RC"
+		show stop.cli "$crc"
+	fi
+}
+stopped_peer
 
 # --- (b) two namespaces over a veth pair --------------------------------------
 

@@ -168,11 +168,22 @@ static inline uint64_t wire_tx_wait(void *priv, const union ibv_gid *dgid,
 	return 0;
 }
 
+/* Whether every peer has unread datagrams (ops->peer_unread). */
+static bool wire_unread;
+
+static inline bool wire_peer_unread(void *priv, const union ibv_gid *dgid)
+{
+	(void)priv;
+	(void)dgid;
+	return wire_unread;
+}
+
 static const struct urxe_engine_ops wire_ops = {
 	.xmit = wire_xmit,
 	.now = wire_now,
 	.rx_poll = wire_rx,
 	.tx_wait = wire_tx_wait,
+	.peer_unread = wire_peer_unread,
 };
 
 /* An empty wire, no loss, no rewriting, the clock at 1 s; @log: a sent_log. */
@@ -190,6 +201,7 @@ static inline void wire_setup(bool log)
 	drop_every = 0;
 	wire_room = -1;
 	wire_waits = 0;
+	wire_unread = false;
 	mangle = NULL;
 	fake_now = 1000000000ull;
 }

@@ -786,6 +786,51 @@ START_TEST(rc_retry_exceeded)
 }
 END_TEST
 
+/*
+ * A peer on this host that does not read its socket (stopped, in a
+ * debugger, starved): its silence is not counted as retries and nothing
+ * is resent, as a kernel device would answer for it; after a minute of
+ * that the retries count again, so a peer that never reads still ends
+ * the QP (IBV_WC_RETRY_EXC_ERR within the usual budget after the minute).
+ */
+START_TEST(rc_peer_stalled)
+{
+	struct urxe_qp_attr at = { .retry_cnt = 2 };
+	uint64_t start, budget = 3 * (4096ull << 14), ms = 1000000;
+	uint64_t cap = 60000 * ms;
+	unsigned int sent = 0;
+	struct ibv_wc wc;
+
+	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[0].qp, &at,
+					       IBV_QP_RETRY_CNT), 0);
+	drop_every = 1;
+	wire_unread = true;
+	new_wqe(&nodes[0], IBV_WR_SEND, 0, 100);
+	post(&nodes[0]);
+	start = fake_now;
+	while (fake_now - start < 30000 * ms) {
+		fake_now += ms;
+		pump();
+		ck_assert_msg(urxe_cq_empty(&nodes[0].cq),
+			      "completed %.3f s into a stalled peer",
+			      (double)(fake_now - start) / 1e9);
+		if (!sent && fake_now - start >= budget)
+			sent = wire_sent;
+	}
+	ck_assert_uint_gt(sent, 0);
+	ck_assert_msg(wire_sent == sent, "%u resends to a peer that reads nothing",
+		      wire_sent - sent);
+	while (urxe_cq_empty(&nodes[0].cq)) {
+		fake_now += ms;
+		pump();
+		ck_assert_uint_lt(fake_now - start, cap + 2 * budget + 1000 * ms);
+	}
+	wc = poll_one(&nodes[0]);
+	ck_assert_int_eq(wc.status, IBV_WC_RETRY_EXC_ERR);
+	ck_assert_uint_ge(fake_now - start, cap + budget);
+}
+END_TEST
+
 /* ---- node 1's QP on a shared receive queue ---- */
 
 static struct urxe_esrq srq;
@@ -1233,6 +1278,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_modify_out_of_err);
 	tcase_add_test(tc, rc_random_loss);
 	tcase_add_test(tc, rc_retry_exceeded);
+	tcase_add_test(tc, rc_peer_stalled);
 	tcase_add_test(tc, rc_random_loss_both_ways);
 	tcase_add_test(tc, rc_many_messages);
 	tcase_add_test(tc, rc_budget_shared);
