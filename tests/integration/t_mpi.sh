@@ -25,7 +25,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 RUNS=${URXE_MPI_RUNS:-5}
 command -v mpirun >/dev/null || skip "no mpirun (install openmpi-bin)"
 command -v mpicc >/dev/null || skip "no mpicc (install openmpi-bin)"
-ldconfig -p | grep -q 'libfabric\.so\.1 ' || skip "no libfabric.so.1 (install libfabric1)"
+# grep reads to the end: with -q, ldconfig could die of SIGPIPE, and
+# pipefail would then call libfabric missing.
+ldconfig -p | grep 'libfabric\.so\.1 ' >/dev/null || skip "no libfabric.so.1 (install libfabric1)"
 echo 'int main(void) { return 0; }' |
 	mpicc -x c -o /dev/null - 2>/dev/null || skip "mpicc cannot build (install libopenmpi-dev)"
 echo '#include <mpi.h>' | mpicc -x c -E -o /dev/null - 2>/dev/null ||
