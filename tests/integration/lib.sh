@@ -398,6 +398,38 @@ ns_add() {
 	printf -v "$1" '%s' "$ns"
 }
 
+# mcast_run NAME GROUP RECV_END SEND_END [RECV_ARG...]: UD multicast with
+# tests/urxe_mcast: its receiver (two QPs attached to GROUP), then its
+# sender twice, before and after the receiver detaches one of the QPs.
+# RECV_END and SEND_END are commands (words, run unquoted) that set END to
+# a runner and its first arguments for that side; RECV_ARGs go to the
+# receiver.  Returns 0 when each attached QP got the 20 datagrams once and
+# the detached one no more; else 1, with the receiver's output shown and
+# its exit status in RC.
+mcast_run() {
+	local name=$1 grp=$2 rend=$3 send=$4 rpid round ok=1
+	local mc=$B/tests/urxe_mcast
+	shift 4
+	$rend
+	bg_user "$name.recv" "${END[@]}" "$mc" recv -G "$grp" -n 20 -t 40 "$@"
+	rpid=$BG_PID
+	for round in attached detached; do
+		if ! wait_for 20 grep -q "^$round" "$(out "$name.recv")"; then
+			ok=0
+			break
+		fi
+		$send
+		capture "$name.send.$round" "${END[@]}" "$mc" send -G "$grp" -n 20 -t 30
+		[ "$RC" -eq 0 ] || { ok=0; show "$name.send.$round" "$RC"; break; }
+	done
+	if [ "$ok" -eq 1 ]; then reap "$rpid"; else stop_pid "$rpid"; fi
+	if [ "$ok" -eq 1 ] && [ "$RC" -eq 0 ] && grep -q '^PASS' "$(out "$name.recv")"; then
+		return 0
+	fi
+	show "$name.recv" "$RC"
+	return 1
+}
+
 # alive PID: the process still runs.
 alive() { kill -0 "$1" 2>/dev/null; }
 

@@ -270,29 +270,14 @@ fi
 # --- multicast ----------------------------------------------------------------
 # mc NAME RECVKIND SENDKIND GROUP: urxe_mcast's receiver in B, its sender in
 # A (twice: before and after the receiver detaches one of its two QPs).
-MC=$B/tests/urxe_mcast
 ip -n "$A" addr add 2001:db8:9::1/64 dev vethA nodad
 ip -n "$NB" addr add 2001:db8:9::2/64 dev vethB nodad
 mc() {
-	local name=$1 rkind=$2 skind=$3 grp=$4 rpid round ok=1
-	end "$NB" "$rkind"
-	bg_user "$name.recv" "${END[@]}" "$MC" recv -G "$grp" -n 20 -t 40 -m vethB
-	rpid=$BG_PID
-	for round in attached detached; do
-		if ! wait_for 20 grep -q "^$round" "$(out "$name.recv")"; then
-			ok=0
-			break
-		fi
-		end "$A" "$skind"
-		capture "$name.send.$round" "${END[@]}" "$MC" send -G "$grp" -n 20 -t 30
-		[ "$RC" -eq 0 ] || { ok=0; show "$name.send.$round" "$RC"; break; }
-	done
-	if [ "$ok" -eq 1 ]; then reap "$rpid"; else stop_pid "$rpid"; fi
-	if [ "$ok" -eq 1 ] && [ "$RC" -eq 0 ] && grep -q '^PASS' "$(out "$name.recv")"; then
+	local name=$1 rkind=$2 skind=$3 grp=$4
+	if mcast_run "$name" "$grp" "end $NB $rkind" "end $A $skind" -m vethB; then
 		pass "$name ($rkind <- $skind): UD multicast to $grp: each attached QP got the 20 datagrams once, the detached one no more; vethB's membership followed"
 	else
 		fail "$name ($rkind <- $skind): UD multicast to $grp: receiver exit $RC"
-		show "$name.recv" "$RC"
 	fi
 }
 mc mc4 packet packet 239.255.0.9

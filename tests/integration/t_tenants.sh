@@ -126,25 +126,12 @@ xp() {
 }
 
 # mc NAME GROUP: urxe_mcast receiver and sender (UD multicast on lo).
+victim() { END=(as_user "$LIB"); }
 mc() {
-	local name=$1 grp=$2 rpid round ok=1
-	local MC=$B/tests/urxe_mcast
-	bg_user "$name.recv" as_user "$LIB" "$MC" recv -G "$grp" -n 20 -t 40
-	rpid=$BG_PID
-	for round in attached detached; do
-		if ! wait_for 20 grep -q "^$round" "$(out "$name.recv")"; then
-			ok=0
-			break
-		fi
-		capture "$name.send.$round" as_user "$LIB" "$MC" send -G "$grp" -n 20 -t 30
-		[ "$RC" -eq 0 ] || { ok=0; show "$name.send.$round" "$RC"; break; }
-	done
-	if [ "$ok" -eq 1 ]; then reap "$rpid"; else stop_pid "$rpid"; fi
-	if [ "$ok" -eq 1 ] && [ "$RC" -eq 0 ] && grep -q '^PASS' "$(out "$name.recv")"; then
-		pass "$name: UD multicast to $grp under attack: each attached QP got its 20 datagrams once"
+	if mcast_run "$1" "$2" victim victim; then
+		pass "$1: UD multicast to $2 under attack: each attached QP got its 20 datagrams once"
 	else
-		fail "$name: UD multicast to $grp: receiver exit $RC"
-		show "$name.recv" "$RC"
+		fail "$1: UD multicast to $2: receiver exit $RC"
 	fi
 }
 
