@@ -126,6 +126,7 @@ xp() {
 }
 
 # mc NAME GROUP: urxe_mcast receiver and sender (UD multicast on lo).
+# shellcheck disable=SC2317 # called by mcast_run
 victim() { END=(as_user "$LIB"); }
 mc() {
 	if mcast_run "$1" "$2" victim victim; then
