@@ -33,6 +33,7 @@
 #include <urxe/util.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 #define MAX_CQE 32767		/* rxe_provider/provider_int.h */
 
@@ -167,8 +168,7 @@ START_TEST(mr_keys_unpredictable)
 	uint32_t *key = calloc(NKEYS, sizeof(*key));
 	uint32_t *name = calloc(NKEYS, sizeof(*name));
 	const unsigned int nmr = NKEYS - NWINDOWS;
-	struct ibv_context *other = NULL;
-	struct ibv_device **list;
+	struct ibv_context *other;
 	struct ibv_pd *opd;
 	struct ibv_mr *omr;
 	unsigned int i, b, ones, same = 0;
@@ -206,12 +206,7 @@ START_TEST(mr_keys_unpredictable)
 		ck_assert_msg(name[i] != name[i - 1],
 			      "two live keys name entry %06x", name[i]);
 	/* Another instance (a second context: its own engine) starts afresh. */
-	list = ibv_get_device_list(NULL);
-	ck_assert_ptr_nonnull(list);
-	for (i = 0; list[i] && !other; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "rxe0"))
-			other = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
+	other = open_dev("rxe0");
 	ck_assert_ptr_nonnull(other);
 	opd = ibv_alloc_pd(other);
 	ck_assert_ptr_nonnull(opd);
