@@ -83,7 +83,7 @@ int urxe_mcast_join(const char *rundir, const struct urxe_slot *slot,
 	struct mcast_rec t[URXE_MCAST_REGISTRY], *free_rec = NULL, *r = NULL;
 	int32_t pid = (int32_t)getpid();
 	unsigned int i;
-	int fd, rc;
+	int fd, rc, sfd = -1;
 
 	fd = load(rundir, F_WRLCK, t);
 	if (fd < 0)
@@ -99,12 +99,16 @@ int urxe_mcast_join(const char *rundir, const struct urxe_slot *slot,
 			r = &t[i];
 	}
 	/* Full: records of slots nobody holds any more make room. */
-	for (i = 0; !r && !free_rec && i < URXE_MCAST_REGISTRY; i++) {
-		if (urxe_slot_busy(rundir, t[i].slot) == 0) {
+	if (!r && !free_rec)
+		sfd = urxe_rundir_open(rundir, "slots");
+	for (i = 0; sfd >= 0 && !r && !free_rec && i < URXE_MCAST_REGISTRY; i++) {
+		if (urxe_slot_busy_fd(sfd, t[i].slot) == 0) {
 			memset(&t[i], 0, sizeof(t[i]));
 			free_rec = &t[i];
 		}
 	}
+	if (sfd >= 0)
+		close(sfd);
 	rc = -ENOSPC;
 	if (!r && !free_rec)
 		goto out;
@@ -151,7 +155,7 @@ int urxe_mcast_members(const char *rundir, const uint8_t gid[16],
 {
 	struct mcast_rec t[URXE_MCAST_REGISTRY];
 	unsigned int i, n = 0;
-	int fd;
+	int fd, sfd = -1;
 
 	fd = load(rundir, F_RDLCK, t);
 	if (fd < 0)
@@ -162,9 +166,13 @@ int urxe_mcast_members(const char *rundir, const uint8_t gid[16],
 		    t[i].slot > URXE_SLOT_LAST || t[i].addr_index >= 62500)
 			continue;
 		/* A slot nobody holds: its member died attached. */
-		if (urxe_slot_busy(rundir, t[i].slot) != 1)
+		if (sfd < 0 && (sfd = urxe_rundir_open(rundir, "slots")) < 0)
+			break;
+		if (urxe_slot_busy_fd(sfd, t[i].slot) != 1)
 			continue;
 		addr_index[n++] = t[i].addr_index;
 	}
+	if (sfd >= 0)
+		close(sfd);
 	return (int)n;
 }

@@ -237,7 +237,7 @@ void urxe_slot_release(struct urxe_slot *slot)
 	slot->name_fd = -1;
 }
 
-int urxe_slot_busy(const char *rundir, unsigned int index)
+int urxe_slot_busy_fd(int slots_fd, unsigned int index)
 {
 	struct flock fl = {
 		.l_type = F_WRLCK,
@@ -245,13 +245,19 @@ int urxe_slot_busy(const char *rundir, unsigned int index)
 		.l_start = index,
 		.l_len = 1,
 	};
+
+	/* Unlike urxe_ofd_held(): a failure is told, not taken as held. */
+	return fcntl(slots_fd, F_OFD_GETLK, &fl) ? -errno : fl.l_type != F_UNLCK;
+}
+
+int urxe_slot_busy(const char *rundir, unsigned int index)
+{
 	int fd, rc;
 
 	fd = urxe_rundir_open(rundir, "slots");
 	if (fd < 0)
 		return fd;
-	/* Unlike urxe_ofd_held(): a failure is told, not taken as held. */
-	rc = fcntl(fd, F_OFD_GETLK, &fl) ? -errno : fl.l_type != F_UNLCK;
+	rc = urxe_slot_busy_fd(fd, index);
 	close(fd);
 	return rc;
 }

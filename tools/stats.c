@@ -83,14 +83,19 @@ static int collect(const char *rundir, const struct stats_opts *o,
 {
 	struct inst *v = NULL, *t;
 	unsigned int k;
-	int fd, n = 0, busy, rc = 0;
+	int fd, sfd, n = 0, busy, rc = 0;
 
 	*nocnt = 0;
+	sfd = urxe_rundir_open(rundir, "slots");
+	if (sfd < 0)
+		return sfd;
 	fd = urxe_stats_open(rundir);
-	if (fd < 0 && fd != -ENOENT)
+	if (fd < 0 && fd != -ENOENT) {
+		close(sfd);
 		return fd;
+	}
 	for (k = URXE_SLOT_FIRST; k <= URXE_SLOT_LAST; k++) {
-		busy = urxe_slot_busy(rundir, k);
+		busy = urxe_slot_busy_fd(sfd, k);
 		if (busy < 0) {
 			rc = busy;
 			break;
@@ -117,6 +122,7 @@ static int collect(const char *rundir, const struct stats_opts *o,
 	}
 	if (fd >= 0)
 		close(fd);
+	close(sfd);
 	if (rc) {
 		free(v);
 		return rc;

@@ -86,14 +86,20 @@ static void show_dev(const struct urxe_dev_desc *d)
 static int slots_in_use(const char *rundir)
 {
 	unsigned int k;
-	int n = 0, rc;
+	int fd, n = 0, rc;
 
+	fd = urxe_rundir_open(rundir, "slots");
+	if (fd < 0)
+		return fd;
 	for (k = URXE_SLOT_FIRST; k <= URXE_SLOT_LAST; k++) {
-		rc = urxe_slot_busy(rundir, k);
-		if (rc < 0)
-			return rc;
+		rc = urxe_slot_busy_fd(fd, k);
+		if (rc < 0) {
+			n = rc;
+			break;
+		}
 		n += rc;
 	}
+	close(fd);
 	return n;
 }
 

@@ -113,6 +113,11 @@ void urxe_slot_release(struct urxe_slot *slot);
 /* Whether this user holds slot @index: 1, 0, or a negative errno. */
 int urxe_slot_busy(const char *rundir, unsigned int index);
 /*
+ * The same through @slots_fd, `slots` opened once (urxe_rundir_open) for
+ * a scan of many slots.
+ */
+int urxe_slot_busy_fd(int slots_fd, unsigned int index);
+/*
  * Open file description locks on byte @at of a runtime file (slots, the
  * XRC registry and domains): urxe_ofd_lock() runs fcntl @cmd with lock
  * @type (0 or -errno); urxe_ofd_held() says whether another description
