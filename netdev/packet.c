@@ -17,7 +17,14 @@
  *
  * The kernel's IP stack sees the received frames too: a "sink" UDP
  * socket on port 4791 that accepts nothing (SO_REUSEPORT among one user's
- * processes) keeps it from answering ICMP port unreachable.
+ * processes) keeps it from answering ICMP port unreachable.  On loopback
+ * the sink (the slot's own address) also keeps one byte of each UC and
+ * UD request (a udp backend's), or of a token a packet backend sends
+ * beside each (its frames never reach the kernel's UDP on lo: martians),
+ * until the ring's copy has been handed out: its queue is then what this
+ * instance has yet to read, which the senders on this host ask the
+ * kernel for (rxe_provider/flow.c) as they would a udp backend's socket.
+ * A ring's fill is shown to nobody but its owner.
  *
  * Link-layer addresses (nexthop.c): the next hop from RTM_GETROUTE, its
  * MAC from RTM_GETNEIGH, cached.
@@ -33,6 +40,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -69,6 +77,13 @@
 #define TX_DATA_OFF TPACKET_ALIGN(sizeof(struct tpacket2_hdr))
 #define SNAPLEN 262144			/* the filter accepts whole frames */
 #define DLT_EN10MB 1
+/*
+ * Loopback: the sink's buffer is half the ring's frames at this much
+ * each; a datagram costs it more (832 bytes on Linux 6.18), so that
+ * senders paced by its room never fill the ring.
+ */
+#define SINK_TRUESIZE_MIN 512u
+#define SINK_DRAIN_BATCH 32u
 
 /* ---- the demux filter ---- */
 
@@ -431,6 +446,42 @@ static unsigned int take_frame(struct urxe_packet *p,
 	return n;
 }
 
+/*
+ * Loopback: takes up to @n datagrams (their first byte: open_sink) from
+ * the sink, the copies of UC/UD requests the engine has had.
+ */
+static void sink_drain(struct urxe_packet *p, unsigned int n)
+{
+	struct mmsghdr m[SINK_DRAIN_BATCH];
+	unsigned int k;
+	int got;
+
+	memset(m, 0, sizeof(m));
+	while (n) {
+		k = n < SINK_DRAIN_BATCH ? n : SINK_DRAIN_BATCH;
+		got = recvmmsg(p->sink[0], m, k, MSG_DONTWAIT, NULL);
+		if (got <= 0 || (unsigned int)got < k)
+			break;
+		n -= k;
+	}
+}
+
+/* Of the @k packets handed out at @in, the UC/UD requests to this slot. */
+static void sink_count(struct urxe_packet *p, const struct urxe_packet_in *in,
+		       unsigned int k)
+{
+	unsigned int i, op;
+
+	for (i = 0; i < k; i++) {
+		op = in[i].roce[0] & 0xe0;
+		if ((op == 0x20 || op == 0x60) && urxe_gid_is_v4(in[i].dst) &&
+		    !memcmp(in[i].dst + 12, &p->lo_addr, 4)) {
+			p->sink_owed++;
+			p->sink_dirty = true;
+		}
+	}
+}
+
 int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		     unsigned int n)
 {
@@ -445,8 +496,19 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		idx = (p->rx.head + p->rx_held) % p->rx.nframes;
 		h = frame_at(&p->rx, idx);
 		st = status_acquire(h);
-		if (!(st & TP_STATUS_USER))
+		if (!(st & TP_STATUS_USER)) {
+			/*
+			 * All read: what the sink holds beyond is a copy
+			 * whose frame is lost or not ours, or in the ring
+			 * the next instant; emptied, its count starts over
+			 * (whatever fell out of step is put right).
+			 */
+			if (!got && !p->rx_held && p->sink_dirty) {
+				sink_drain(p, UINT_MAX);
+				p->sink_dirty = false;
+			}
 			break;
+		}
 		sll = (const struct sockaddr_ll *)(const void *)
 		      ((const uint8_t *)h + TPACKET_ALIGN(sizeof(*h)));
 		if (sll->sll_pkttype == PACKET_OUTGOING ||
@@ -478,6 +540,8 @@ int urxe_packet_recv(struct urxe_packet *p, struct urxe_packet_in *in,
 		    !urxe_gid_is_mcast(in[got].dst) &&
 		    memcmp(in[got].dst + 12, &p->lo_addr, 4))
 			k = 0;		/* its segments: one destination */
+		if (k && p->sink_paced)
+			sink_count(p, &in[got], k);
 		got += k;
 		if (!done)
 			break;
@@ -493,6 +557,11 @@ void urxe_packet_release(struct urxe_packet *p)
 		status_release(frame_at(&p->rx, p->rx.head), TP_STATUS_KERNEL);
 		p->rx.head = (p->rx.head + 1) % p->rx.nframes;
 		p->rx_held--;
+	}
+	/* The engine is done with them: room for more at the sink. */
+	if (p->sink_owed) {
+		sink_drain(p, p->sink_owed);
+		p->sink_owed = 0;
 	}
 }
 
@@ -615,9 +684,29 @@ static int open_ring_socket(struct urxe_packet *p, unsigned int slot)
  * nothing stops it from answering ICMP port unreachable.  Best effort:
  * another owner of the port (a udp backend) does the same job.
  */
-static int open_sink(int family, const struct urxe_packet_conf *c)
+static int open_sink(int family, const struct urxe_packet_conf *c,
+		     unsigned int rx_frames)
 {
 	static struct sock_filter none[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	/*
+	 * Loopback: a UDP socket's filter starts at the UDP header.  It
+	 * keeps 9 bytes (the header and one) of a sender's token (a 1-byte
+	 * datagram, rxe_provider/flow.c: a packet backend's frames never
+	 * reach the kernel's UDP on lo) and of each UC or UD request (the
+	 * BTH opcode's top three bits 001 or 011) a udp backend sends;
+	 * nothing else.  Written out: libpcap compiles for a link layer, and
+	 * a UDP socket's filter sees no IP header.
+	 */
+	static struct sock_filter uc_ud[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 9, 4, 0),
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 8),
+		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xe0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x60, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 9),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
 	struct sock_fprog prog = { .len = 1, .filter = none };
 	struct sockaddr_in6 a6 = {
 		.sin6_family = AF_INET6, .sin6_port = htons(URXE_UDP_PORT),
@@ -626,15 +715,21 @@ static int open_sink(int family, const struct urxe_packet_conf *c)
 		.sin_family = AF_INET, .sin_port = htons(URXE_UDP_PORT),
 	};
 	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int size = 0;
 
 	if (fd < 0)
 		return -1;
-	if (c->ifc->loopback)
+	if (c->ifc->loopback) {
 		a4.sin_addr = c->lo_addr;
+		prog.len = sizeof(uc_ud) / sizeof(uc_ud[0]);
+		prog.filter = uc_ud;
+		/* (the kernel doubles it) */
+		size = (int)(rx_frames / 2 * SINK_TRUESIZE_MIN / 2);
+	}
 	set_int(fd, SOL_SOCKET, SO_REUSEPORT, 1);
 	if (family == AF_INET6)
 		set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
-	set_int(fd, SOL_SOCKET, SO_RCVBUF, 0);
+	set_int(fd, SOL_SOCKET, SO_RCVBUF, size);
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ||
 	    (family == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4)) :
 				 bind(fd, (struct sockaddr *)&a6, sizeof(a6)))) {
@@ -685,9 +780,10 @@ int urxe_packet_open(const struct urxe_packet_conf *conf,
 		goto err;
 	}
 	p->nl_seq = (unsigned int)time(NULL);
-	p->sink[0] = open_sink(AF_INET, conf);
+	p->sink[0] = open_sink(AF_INET, conf, p->rx.nframes);
+	p->sink_paced = conf->ifc->loopback && p->sink[0] >= 0;
 	if (!conf->ifc->loopback && conf->ifc->has_ipv6)
-		p->sink[1] = open_sink(AF_INET6, conf);
+		p->sink[1] = open_sink(AF_INET6, conf, p->rx.nframes);
 	*out = p;
 	return 0;
 

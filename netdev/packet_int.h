@@ -62,6 +62,14 @@ struct urxe_packet {
 	struct neigh neigh[NEIGH_SLOTS];
 	unsigned int neigh_next, neigh_last;
 	bool warned_trunc;
+	/*
+	 * Loopback: the sink keeps a byte of each UC/UD request (open_sink);
+	 * those handed out and not yet taken from it, and whether any came
+	 * since it was last emptied.
+	 */
+	bool sink_paced;
+	unsigned int sink_owed;
+	bool sink_dirty;
 };
 
 /* ---- the next hop (nexthop.c) ---- */

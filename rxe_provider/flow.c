@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Flow control for UC and UD between instances on one host (the engine's
- * tx_wait operation, udp backend).
+ * tx_wait operation: udp backend, and packet backend on lo).
  *
  * A UC or UD sender has nothing to pace it: what overflows the receiver's
  * UDP socket is lost, and on loopback a sender easily outruns its
@@ -24,9 +24,13 @@
  * destinations cost one table lookup per packet.  No state is shared
  * with any other process.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <urxe/log.h>
 #include <urxe/netdev.h>
@@ -60,6 +64,7 @@ struct flow_dst {
 	uint64_t counted;		/* ... as of then (0: never) */
 	uint64_t seen_since;		/* this one among them since (0: not) */
 	int64_t size;			/* its socket's SO_RCVBUF (0: not known) */
+	int presence;			/* packet backend: fd + 1 (0: none) */
 };
 
 struct urxe_flow {
@@ -89,9 +94,54 @@ static int64_t truesize_bound(uint32_t len)
 	return (int64_t)(p + 1024);
 }
 
+/*
+ * A packet-backend sender (on lo) sends from its ring, through no UDP
+ * socket that the other senders to @d could count (dst_count), and its
+ * frames never reach @d's sockets (the kernel's IP drops them on lo as
+ * martians: 127/8 from no route).  So it holds a connected one toward @d
+ * from its own address, and sends through it a 1-byte token for each
+ * packet: the receiver's sink keeps it until it has read the packet
+ * (netdev/packet.c, open_sink), and its room is then @d's as for a udp
+ * backend's socket.
+ */
+static void presence_open(struct urxe_dev *dev, struct flow_dst *d)
+{
+	struct sockaddr_in src = {
+		.sin_family = AF_INET,
+		.sin_addr = urxe_slot_loopback_addr(dev->slot.addr_index),
+	};
+	struct sockaddr_in dst = {
+		.sin_family = AF_INET, .sin_port = htons(URXE_UDP_PORT),
+	};
+	int fd, zero = 0;
+
+	if (!dev->pkt || !urxe_gid_is_v4(d->gid.raw))
+		return;
+	memcpy(&dst.sin_addr, d->gid.raw + 12, 4);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero));
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) ||
+	    connect(fd, (struct sockaddr *)&dst, sizeof(dst))) {
+		urxe_dbg("%s: no connected socket toward a local destination (%s): the other senders to it do not count this one",
+			 dev->desc.name, strerror(errno));
+		close(fd);
+		return;
+	}
+	d->presence = fd + 1;
+}
+
+static void presence_close(struct flow_dst *d)
+{
+	if (d->presence)
+		close(d->presence - 1);
+	d->presence = 0;
+}
+
 /* @gid's entry; a new one (replacing the least recently used) learns
  * whether it is local. */
-static struct flow_dst *dst_find(struct urxe_flow *f,
+static struct flow_dst *dst_find(struct urxe_dev *dev, struct urxe_flow *f,
 				 const union ibv_gid *gid)
 {
 	struct flow_dst *d, *old = &f->dst[0];
@@ -109,12 +159,15 @@ static struct flow_dst *dst_find(struct urxe_flow *f,
 			old = d;
 	}
 	d = old;
+	presence_close(d);
 	memset(d, 0, sizeof(*d));
 	d->used = true;
 	d->gid = *gid;
 	d->last = f->uses;
 	rc = urxe_sockroom_is_local(f->sr, gid->raw);
 	d->local = rc > 0;
+	if (d->local)
+		presence_open(dev, d);
 	return d;
 }
 
@@ -283,12 +336,13 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 	struct urxe_dev *dev = priv;
 	struct urxe_flow *f;
 	struct flow_dst *d;
-	int64_t cost = truesize_bound(len);
+	/* A packet backend's packet costs the receiver's sink its token. */
+	int64_t cost = truesize_bound(dev->pkt ? 1 : len);
 	uint64_t now;
 
 	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))
 		return 0;
-	d = dst_find(f, dgid);
+	d = dst_find(dev, f, dgid);
 	if (!d->local)
 		return 0;		/* a remote one: never paced */
 	now = urxe_dev_now(dev);
@@ -315,6 +369,8 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 		d->room -= cost;
 		d->unsent += cost;
 		d->wait_since = 0;
+		if (d->presence)
+			(void)!send(d->presence - 1, "T", 1, MSG_DONTWAIT);
 		return 0;
 	}
 	return dst_wait(dev, f, d, now);
@@ -335,7 +391,7 @@ bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid)
 
 	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))
 		return false;
-	d = dst_find(f, dgid);
+	d = dst_find(dev, f, dgid);
 	if (!d->local)
 		return false;
 	f->queries++;
@@ -353,6 +409,7 @@ void urxe_dev_flow_sent(struct urxe_dev *dev)
 void urxe_dev_flow_free(struct urxe_dev *dev)
 {
 	struct urxe_flow *f = dev->flow;
+	unsigned int i;
 
 	if (!f)
 		return;
@@ -363,6 +420,8 @@ void urxe_dev_flow_free(struct urxe_dev *dev)
 			 (unsigned long long)f->overruns,
 			 (unsigned long long)f->counts, f->senders_max,
 			 (unsigned long long)f->fails);
+	for (i = 0; i < FLOW_DSTS; i++)
+		presence_close(&f->dst[i]);
 	urxe_sockroom_close(f->sr);
 	free(f);
 	dev->flow = NULL;

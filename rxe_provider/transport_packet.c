@@ -139,6 +139,8 @@ static int pkt_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 	}
 	if (sent < k && sent)
 		count_lost(dev, k - sent);	/* as on a congested wire */
+	if (sent)
+		urxe_dev_flow_sent(dev);
 	/* The engine's packets are all accounted for, whatever the wire did. */
 	return sent || rc != -EAGAIN ? (int)n : -EAGAIN;
 }
@@ -221,11 +223,25 @@ static int pkt_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 	return total;
 }
 
+/*
+ * UC and UD toward another instance on lo wait for room at its receive
+ * socket, or its sink (flow.c; netdev/packet.c, open_sink): the packet
+ * backend reaches no other address of this host.
+ */
+static uint64_t pkt_tx_wait(void *priv, const union ibv_gid *dgid,
+			    uint32_t len)
+{
+	struct urxe_dev *dev = priv;
+
+	return dev->iface.loopback ? urxe_dev_tx_wait(priv, dgid, len) : 0;
+}
+
 const struct urxe_engine_ops urxe_packet_dev_ops = {
 	.xmit = pkt_xmit,
 	.now = urxe_dev_now,
 	.sport = pkt_sport,
 	.rx_poll = pkt_rx_poll,
+	.tx_wait = pkt_tx_wait,
 	/* XRC requests come straight to their SRQ's owner (the filter). */
 	.xrc_foreign = urxe_xrc_op_foreign,
 	.xrc_watch = urxe_xrc_op_watch,

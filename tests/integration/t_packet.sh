@@ -23,7 +23,10 @@
 #   - both ends on one namespace's lo with the packet backend (each process
 #     its slot's own 127.x address): ibv_rc_pingpong, ibv_ud_pingpong,
 #     ib_write_bw pass (with GSO: runs cross lo whole), and lo's capture
-#     of the pingpong (URXE_GSO=0) is valid;
+#     of the pingpong (URXE_GSO=0) is valid; unpaced ib_send_bw with
+#     -c UC (64 KiB x 1000, 2 B x 20000) and -c UD (4096 x 5000), 5 times
+#     each, and ib_send_lat -c UC / -c UD complete (the senders wait for
+#     room at the receiver's sink);
 #   - UD multicast (tests/urxe_mcast): two QPs in B attached to a group
 #     each get every datagram of a sender in A once, with the group in the
 #     GRH, and a detached one no more; the kernel's membership on vethB
@@ -246,6 +249,19 @@ pcap_check cap_lo "rc_pingpong on lo, captured on lo" $(gid_hosts lo_rc.cli lo_r
 pp_lo lo_ud ibv_ud_pingpong -g 0 -n 200
 pp_lo lo_wbw ib_write_bw -x 0 -F -n 2000
 expect_match "lo_wbw: the client reports its result" lo_wbw.cli '^ *65536 +2000 '
+# Unpaced UC and UD on lo: a receiver's ring fill is shown to nobody, so
+# each packet sender also sends a 1-byte token to the receiver's sink
+# socket, which keeps it until the ring's copy is read, and waits for room
+# there (docs/design.md, "Flow control on one host").  Before, the ring
+# overflowed and ib_send_bw's server waited for ever (UC 64 KiB: 1 run
+# in 10; UD 4096 x 5000: 2 in 10; UC 2 B x 20000: 2 in 5).
+for ((i = 1; i <= ${URXE_TEST_PACKET_LO_ROUNDS:-5}; i++)); do
+	pp_lo "lo_uc64k_$i" ib_send_bw -x 0 -F -c UC -s 65536 -n 1000
+	pp_lo "lo_ud4k_$i" ib_send_bw -x 0 -F -c UD -s 4096 -n 5000
+	pp_lo "lo_uc2_$i" ib_send_bw -x 0 -F -c UC -s 2 -n 20000
+done
+pp_lo lo_uclat ib_send_lat -x 0 -F -c UC -s 65536 -n 1000
+pp_lo lo_udlat ib_send_lat -x 0 -F -c UD -s 2 -n 5000
 
 # --- packet <-> udp ---------------------------------------------------------
 # A udp end's GSO sends cross a veth unsegmented (one super-frame): a
