@@ -44,7 +44,7 @@ static int open_base(const char *rundir)
 	int fd;
 
 	fd = open(rundir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && !mkdir(rundir, 0700))
+	if (fd < 0 && errno == ENOENT && (!mkdir(rundir, 0700) || errno == EEXIST))
 		fd = open(rundir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -79,7 +79,9 @@ int urxe_rundir_user(const char *rundir)
 		return base;
 	urxe_rundir_user_name(name, sizeof(name));
 	fd = openat(base, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && !mkdirat(base, name, 0700))
+	/* EEXIST: another of our processes made it between the two calls. */
+	if (fd < 0 && errno == ENOENT &&
+	    (!mkdirat(base, name, 0700) || errno == EEXIST))
 		fd = openat(base, name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	rc = fd < 0 ? -errno : 0;

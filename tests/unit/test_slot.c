@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <urxe/netdev.h>
@@ -228,6 +229,54 @@ START_TEST(rundir_errors)
 }
 END_TEST
 
+/*
+ * Several processes of one user starting at once (mpirun's ranks) all get
+ * the directory, whichever of them makes it: one's mkdir() loses the race
+ * with EEXIST and must open what the other made.
+ */
+START_TEST(rundir_concurrent_create)
+{
+	enum { ROUNDS = 40, PROCS = 6 };
+
+	for (int r = 0; r < ROUNDS; r++) {
+		char sub[32];
+		char *base;
+		pid_t pid[PROCS];
+		int gate[2];
+
+		snprintf(sub, sizeof(sub), "race%d", r);
+		base = tu_path(sb.dir, sub);
+		ck_assert_int_eq(mkdir(base, 0700), 0);
+		ck_assert_int_eq(pipe(gate), 0);
+		for (int i = 0; i < PROCS; i++) {
+			pid[i] = fork();
+			ck_assert_int_ge(pid[i], 0);
+			if (pid[i] == 0) {
+				char c;
+				int fd;
+
+				close(gate[1]);
+				/* All leave read() together when the gate closes. */
+				(void)!read(gate[0], &c, 1);
+				fd = urxe_rundir_user(base);
+				_exit(fd >= 0 ? 0 : 1);
+			}
+		}
+		close(gate[0]);
+		close(gate[1]);
+		for (int i = 0; i < PROCS; i++) {
+			int status;
+
+			ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+			ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+				      "round %d: process %d did not get the directory",
+				      r, i);
+		}
+		free(base);
+	}
+}
+END_TEST
+
 /* The abstract name of slot @k under @rundir, as slot.c binds it. */
 static int bind_name(const char *rundir, unsigned int k)
 {
@@ -430,6 +479,7 @@ static Suite *slot_suite(void)
 	tcase_add_test(tc, private_modes);
 	tcase_add_test(tc, rundir_refusals);
 	tcase_add_test(tc, rundir_errors);
+	tcase_add_test(tc, rundir_concurrent_create);
 	tcase_add_test(tc, other_users_slots);
 	tcase_add_test(tc, user_limit);
 	tcase_add_test(tc, crashed_holder);
