@@ -42,6 +42,8 @@ static void note_exit(void *arg)
 {
 	(void)arg;
 	atomic_store(&exiting, true);
+	/* The one thing not left to the kernel: ACKs owed to peers. */
+	urxe_dev_exit_acks();
 }
 
 static void register_exit(void)

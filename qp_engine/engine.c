@@ -86,6 +86,7 @@ void urxe_engine_destroy(struct urxe_engine *eng)
 	pthread_mutex_destroy(&eng->qp_lock);
 	pthread_spin_destroy(&eng->key_lock);
 	pthread_spin_destroy(&eng->list_lock);
+	urxe_gsi_destroy(eng);
 	free(eng->tx_buf);
 	free(eng->live);
 	free(eng->mc);
@@ -557,6 +558,33 @@ static void schedule_push(struct urxe_eqp *qp)
  * Progress lock held: only its holder takes QPs off the list, so a QP
  * seen on it stays there until this holder's run_pending() looks.
  */
+/*
+ * The process is exiting: the ACKs pollers deferred ("ACKs wait for the
+ * next call") leave now, or never: the application saw those messages
+ * complete, and the peer would retry them into nobody and fail a message
+ * delivered (perftest -z's last handshake, every run).  Bounded: a thread
+ * that called exit() holding the progress lock must not hang there.
+ */
+void urxe_engine_exit_acks(struct urxe_engine *eng)
+{
+	struct timespec until;
+	uint32_t i;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 20 * 1000 * 1000;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (pthread_mutex_timedlock(&eng->lock, &until))
+		return;
+	for (i = 0; i < eng->nlive; i++)
+		if (eng->live[i]->ack_pending)
+			urxe_resp_send_ack(eng->live[i]);
+	urxe_tx_flush(eng);
+	pthread_mutex_unlock(&eng->lock);
+}
+
 void urxe_qp_schedule(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
@@ -876,6 +904,10 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 	}
 	if (!urxe_icrc_check_rx(roce, len, meta, &eng->icrc_ids)) {
 		urxe_count(eng, URXE_CNT_DROPPED_ICRC, 1);
+		return;
+	}
+	if (bth.dqpn == URXE_GSI_QPN) {
+		urxe_gsi_input(eng, &bth, roce, paylen, meta);
 		return;
 	}
 	qp = urxe_qp_lookup(eng, bth.dqpn);

@@ -100,6 +100,10 @@ struct urxe_engine {
 	struct urxe_mcast_att *mc;
 	uint32_t nmc, mc_cap;
 
+	/* QP1's MADs (gsi.c): the pointer under the progress lock */
+	struct urxe_gsi *gsi;
+	uint32_t gsi_psn;
+
 	/* engine thread */
 	pthread_t thread;
 	atomic_bool thread_running;
@@ -272,6 +276,19 @@ struct urxe_mcast_att {
 };
 
 /* Delivers a SEND to QPN 0xFFFFFF (progress lock held; ICRC unchecked). */
+/* QP1's ring (gsi.c). */
+struct urxe_gsi {
+	pthread_mutex_t lock;
+	int notify_fd;
+	unsigned int head, count;
+	uint64_t dropped;
+	struct urxe_gsi_mad ring[URXE_GSI_RING];
+};
+
+void urxe_gsi_destroy(struct urxe_engine *eng);
+void urxe_gsi_input(struct urxe_engine *eng, const struct urxe_bth *bth,
+		    const uint8_t *roce, uint32_t paylen,
+		    const struct urxe_rx_meta *meta);
 void urxe_mcast_input(struct urxe_engine *eng, const struct urxe_bth *bth,
 		      const struct urxe_opinfo *oi, const uint8_t *roce,
 		      uint32_t len, uint32_t paylen,

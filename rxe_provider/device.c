@@ -274,6 +274,17 @@ void urxe_dev_unload_begin(void)
 	urxe_xrc_unload();
 }
 
+void urxe_dev_exit_acks(void)
+{
+	struct urxe_dev *dev;
+
+	pthread_mutex_lock(&instances_lock);
+	for (dev = instances; dev; dev = dev->next)
+		if (!dev->dead && dev->eng)
+			urxe_engine_exit_acks(dev->eng);
+	pthread_mutex_unlock(&instances_lock);
+}
+
 /* Instances the contexts' closing left: none, unless refcounts leaked. */
 void urxe_dev_unload_end(void)
 {

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -106,6 +107,39 @@ static int take_locked(struct urxe_evpipe *p, void *rec)
 	return n < 0 ? -errno : -EIO;
 }
 
+/*
+ * A handler interrupted the wait.  The kernel's read() of a verbs file
+ * (what ibv_get_cq_event is there) restarts after a handler installed with
+ * SA_RESTART and fails with EINTR after one without: programs end their
+ * timed loops that way (qperf's SIGALRM, its side blocked in
+ * ibv_get_cq_event when its test time ran out waited for ever).  poll()
+ * never restarts and does not say which signal it was: restarted when
+ * every signal the program catches has SA_RESTART (signal() sets it).
+ */
+static bool signals_restart(void)
+{
+	struct sigaction sa;
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++) {
+		/*
+		 * Not those a fault raises in the faulting thread (ASan's and
+		 * crash handlers): they do not come to a thread that waits.
+		 */
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV ||
+		    sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+		    sig == SIGTRAP)
+			continue;
+		if (sigaction(sig, NULL, &sa))
+			continue;
+		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}
+
 int urxe_evpipe_get(struct urxe_evpipe *p, struct urxe_dev *dev, void *rec)
 {
 	int rc, fl;
@@ -132,7 +166,9 @@ int urxe_evpipe_get(struct urxe_evpipe *p, struct urxe_dev *dev, void *rec)
 			return -EAGAIN;
 		}
 		rc = urxe_dev_wait_fd(dev, p->rd, -1);
-		if (rc < 0 && rc != -EINTR)
+		if (rc == -EINTR && signals_restart())
+			continue;
+		if (rc < 0)
 			return rc;
 	}
 }

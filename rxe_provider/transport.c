@@ -654,8 +654,8 @@ int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms)
 			n++;
 		}
 		rc = poll(pfd, n, wait);
-		if (rc < 0 && errno != EINTR)
-			return -errno;
+		if (rc < 0)
+			return -errno;	/* EINTR: the caller decides */
 		if (rc > 0 && !dev->dead && dev->link &&
 		    (pfd[n - 1].revents & POLLIN))
 			urxe_dev_link_check(dev);

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# layer_check.sh NETDEV.a ENGINE.a PROVIDER.a CORE.a
+# layer_check.sh NETDEV.a ENGINE.a PROVIDER.a CORE.a [RDMACM.so]
 # Dependencies point down: a layer may use symbols of the layers below it,
 # never those defined by a layer above.  Checked on the archives with nm.
+#
+# rdmacm (librdmacm.so.1) sits above core but is a shared library of its
+# own that reaches the verbs through libibverbs.so.1: it must NEED that
+# library and hold no code of the engine, provider or core archives (a
+# second engine in the process).  Stateless netdev helpers compiled into
+# it (the logger) are allowed.  No archive may use what it exports.
 set -euo pipefail
-layers=("$@")
+layers=("${@:1:4}")
 names=(netdev qp_engine rxe_provider core)
+rdmacm=${5:-}
 fail=0
 defined() { nm -g --defined-only "$1" 2>/dev/null | awk 'NF==3 {print $3}' | sort -u; }
 undefined() { nm -g --undefined-only "$1" 2>/dev/null | awk '{print $NF}' | sort -u; }
@@ -19,4 +26,34 @@ for ((i = 0; i < ${#layers[@]}; i++)); do
 	done
 	echo "ok: ${names[i]} references no higher layer"
 done
+[ -n "$rdmacm" ] || exit $fail
+
+# What the shared library exports, and every function and object linked
+# into it: hidden symbols come out of the link as plain locals, so all of
+# them count (its own static names are not urxe_* globals of a layer).
+exported() { nm -D --defined-only "$1" | awk 'NF==3 {print $3}' | sed 's/@.*//' | sort -u; }
+linked_in() {
+	readelf -sW "$1" | awk '($4 == "FUNC" || $4 == "OBJECT") && $7 != "UND" {print $8}' |
+		sed 's/@.*//' | sort -u
+}
+for ((i = 0; i < ${#layers[@]}; i++)); do
+	bad=$(comm -12 <(undefined "${layers[i]}") <(exported "$rdmacm"))
+	if [ -n "$bad" ]; then
+		echo "FAIL: ${names[i]} uses symbols of rdmacm (a higher layer): $bad"
+		fail=1
+	fi
+done
+for ((i = 1; i < ${#layers[@]}; i++)); do
+	bad=$(comm -12 <(linked_in "$rdmacm") <(defined "${layers[i]}"))
+	if [ -n "$bad" ]; then
+		echo "FAIL: rdmacm holds code of the ${names[i]} archive (link libibverbs.so.1 instead): $(tr '\n' ' ' <<<"$bad")"
+		fail=1
+	fi
+done
+needed=$(readelf -d "$rdmacm")
+if ! grep -q 'NEEDED.*\[libibverbs\.so\.1\]' <<<"$needed"; then
+	echo "FAIL: rdmacm does not NEED libibverbs.so.1"
+	fail=1
+fi
+[ $fail -ne 0 ] || echo "ok: rdmacm links libibverbs.so.1, holds no engine/provider/core code"
 exit $fail

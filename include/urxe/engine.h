@@ -613,6 +613,40 @@ int urxe_engine_mcast_first(struct urxe_eqp *qp, union ibv_gid *gid);
 void urxe_engine_xrc_watch(struct urxe_engine *eng, bool on);
 void urxe_engine_qp_fail(struct urxe_eqp *qp, enum ibv_event_type ev);
 
+/*
+ * QP1, the GSI, as a port (gsi.c): RDMA CM's MADs.  After
+ * urxe_engine_gsi_open() each valid MAD that arrives for DQPN 1 (UD
+ * SEND_ONLY, P_Key 0xFFFF, Q_Key 0x80010000, 256 bytes) is queued, up to
+ * URXE_GSI_RING (the rest dropped and counted), and @notify_fd (an
+ * eventfd) written when the queue was empty; urxe_engine_gsi_recv() takes
+ * the oldest (1), or says there is none (0).  urxe_engine_gsi_send()
+ * sends one MAD to QP1 at @dgid from @sgid (SrcQP 1).  One reader per
+ * engine; close only once nobody reads.
+ */
+#define URXE_GSI_QPN 1
+#define URXE_GSI_QKEY 0x80010000u
+#define URXE_GSI_PKEY 0xffff
+#define URXE_MAD_LEN 256
+#define URXE_GSI_RING 512
+
+struct urxe_gsi_mad {
+	union ibv_gid sgid;		/* the sender's address */
+	union ibv_gid dgid;		/* ours it was sent to */
+	uint16_t sport;
+	uint8_t tos;
+	uint8_t ttl;
+	uint16_t pkey;
+	uint32_t src_qp;		/* DETH SrcQP */
+	uint8_t mad[URXE_MAD_LEN];
+};
+
+int urxe_engine_gsi_open(struct urxe_engine *eng, int notify_fd);
+void urxe_engine_gsi_close(struct urxe_engine *eng);
+int urxe_engine_gsi_recv(struct urxe_engine *eng, struct urxe_gsi_mad *out);
+int urxe_engine_gsi_send(struct urxe_engine *eng, const union ibv_gid *sgid,
+			 const union ibv_gid *dgid, uint8_t tclass,
+			 const uint8_t mad[URXE_MAD_LEN]);
+
 /* After posting to @qp's send queue: sends now if the engine is free. */
 void urxe_engine_kick(struct urxe_eqp *qp);
 /* Receives, runs timers and queued work; returns whether work was done. */
@@ -677,6 +711,8 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 int urxe_engine_thread_start(struct urxe_engine *eng, const int *fds,
 			     unsigned int nfds);
 void urxe_engine_thread_stop(struct urxe_engine *eng);
+/* exit(): the ACKs pollers deferred leave now. */
+void urxe_engine_exit_acks(struct urxe_engine *eng);
 /*
  * In a fork()ed child: the thread stayed in the parent.  Frees the
  * child's copy of its loop and closes the child's copies of the loop's

@@ -122,6 +122,8 @@ void urxe_dev_after_fork_child(void);
  * thread may be in a verb.
  */
 void urxe_dev_unload_begin(void);
+/* exit(): every instance's deferred ACKs leave. */
+void urxe_dev_exit_acks(void);
 void urxe_dev_unload_end(void);
 void urxe_xrc_unload(void);
 /* ...and the provider's other process-wide locks are free again. */
@@ -143,7 +145,8 @@ void urxe_dev_want_ip_meta(struct urxe_dev *dev);
 /*
  * Runs progress while waiting up to @timeout_ms (-1: forever) for @fd to
  * become readable: ibv_get_cq_event / ibv_get_async_event block here.
- * Returns 1 when @fd is readable, 0 on timeout, or a negative errno.
+ * Returns 1 when @fd is readable, 0 on timeout, or a negative errno
+ * (-EINTR: a signal handler ran).
  */
 int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms);
 
@@ -240,7 +243,8 @@ int urxe_evpipe_post(struct urxe_evpipe *p, const void *rec);
 /*
  * Takes one record.  While there is none it waits in urxe_dev_wait_fd()
  * (making progress on @dev), unless the application set O_NONBLOCK on the
- * read end: then -EAGAIN.
+ * read end: then -EAGAIN.  A signal handler that ran without SA_RESTART
+ * ends the wait with -EINTR, as it ends the kernel's read().
  */
 int urxe_evpipe_get(struct urxe_evpipe *p, struct urxe_dev *dev, void *rec);
 /* Drops the records @match accepts; returns how many. */

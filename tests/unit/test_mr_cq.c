@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -655,6 +656,91 @@ START_TEST(channel_wakes_blocked_reader)
 }
 END_TEST
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+struct interrupter {
+	pthread_t target;
+	int fd;			/* made O_NONBLOCK before the second signal */
+};
+
+static void *interrupt_later(void *arg)
+{
+	struct interrupter *in = arg;
+	struct timespec ts = { 0, 50 * 1000000L };
+
+	nanosleep(&ts, NULL);
+	pthread_kill(in->target, SIGALRM);	/* restarted: still waits */
+	nanosleep(&ts, NULL);
+	fcntl(in->fd, F_SETFL, fcntl(in->fd, F_GETFL) | O_NONBLOCK);
+	pthread_kill(in->target, SIGALRM);	/* restarted: finds O_NONBLOCK */
+	return NULL;
+}
+
+/*
+ * A signal handler ends a blocked ibv_get_cq_event as it ends the kernel's
+ * read() of the channel: with EINTR when installed without SA_RESTART
+ * (qperf ends its timed loops so), restarted when installed with it.
+ */
+START_TEST(channel_wait_and_signals)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	static const int others[2] = { SIGINT, SIGTERM };
+	struct sigaction sa, old, saved[2];
+	struct interrupter in;
+	struct ibv_cq *cq, *got = NULL;
+	pthread_t t;
+	void *cctx;
+
+	ck_assert_ptr_nonnull(ch);
+	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
+	ck_assert_ptr_nonnull(cq);
+	ck_assert_int_eq(ibv_req_notify_cq(cq, 0), 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, &old), 0);
+	in.target = pthread_self();
+	in.fd = ch->fd;
+	ck_assert_int_eq(pthread_create(&t, NULL, interrupt_later, &in), 0);
+	errno = 0;
+	ck_assert_int_eq(ibv_get_cq_event(ch, &got, &cctx), -1);
+	ck_assert_int_eq(errno, EINTR);
+	pthread_join(t, NULL);
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) & ~O_NONBLOCK);
+
+	/*
+	 * Restarted only when every handler has SA_RESTART (the wait cannot
+	 * tell which signal it was): Check's own SIGINT and SIGTERM get it
+	 * for the moment.
+	 */
+	sa.sa_flags = SA_RESTART;
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		struct sigaction r;
+
+		ck_assert_int_eq(sigaction(others[i], NULL, &saved[i]), 0);
+		r = saved[i];
+		r.sa_flags |= SA_RESTART;
+		ck_assert_int_eq(sigaction(others[i], &r, NULL), 0);
+	}
+	ck_assert_int_eq(pthread_create(&t, NULL, interrupt_later, &in), 0);
+	errno = 0;
+	ck_assert_int_eq(ibv_get_cq_event(ch, &got, &cctx), -1);
+	ck_assert_int_eq(errno, EAGAIN);	/* not EINTR: it waited on */
+	pthread_join(t, NULL);
+	ck_assert_int_eq(sigaction(SIGALRM, &old, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(sigaction(others[i], &saved[i], NULL), 0);
+
+	ck_assert_int_eq(ibv_destroy_cq(cq), 0);
+	ck_assert_int_eq(ibv_destroy_comp_channel(ch), 0);
+}
+END_TEST
+
 struct destroyer {
 	struct ibv_cq *cq;
 	atomic_int done;
@@ -790,6 +876,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cq_resize_keeps_order);
 	tcase_add_test(tc, channel_busy_and_events);
 	tcase_add_test(tc, channel_wakes_blocked_reader);
+	tcase_add_test(tc, channel_wait_and_signals);
 	tcase_add_test(tc, channel_destroy_waits_for_acks);
 	tcase_add_test(tc, cq_overrun_async_event);
 	suite_add_tcase(s, tc);
