@@ -284,8 +284,14 @@ static int dev_for_addr(const struct sockaddr *sa, struct cm_dev **out,
 	if (*out)
 		return 0;
 	if (cm_addr_loopback(sa)) {
-		/* Deviation: a loopback address binds the lo device. */
+		/*
+		 * A loopback address binds the lo device; without one, the
+		 * first device, as Linux binds one to any active port
+		 * (libfabric's verbs provider binds 127.0.0.1 so).
+		 */
 		*out = lo_dev();
+		if (!*out && cm.ndev)
+			*out = &cm.dev[0];
 		return *out ? 0 : -ENODEV;
 	}
 	return -ENODEV;
@@ -326,6 +332,19 @@ int cm_bind(struct cm_id *cid, const struct sockaddr *addr)
 	return 0;
 }
 
+/* @sa's IP address as text ("?" for another family). */
+static void addr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *a = NULL;
+
+	if (sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else if (sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	if (!a || !inet_ntop(sa->sa_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
 CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct cm_id *cid;
@@ -337,6 +356,13 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	pthread_mutex_lock(&cm.lock);
 	rc = cm_bind(cid, addr);
 	pthread_mutex_unlock(&cm.lock);
+	if (rc == -ENODEV) {
+		char ip[INET6_ADDRSTRLEN];
+
+		addr_str(addr, ip, sizeof(ip));
+		urxe_dbg("rdma_bind_addr: %s: no urxe device has this address",
+			 ip);
+	}
 	return rc ? cm_err(-rc) : 0;
 }
 
@@ -469,8 +495,14 @@ static int resolve(struct cm_id *cid, const struct sockaddr *src,
 	uint8_t index = 0;
 	int rc;
 
+	/* As Linux: source and destination of one family. */
+	if (src && src->sa_family && src->sa_family != dst->sa_family)
+		return -EINVAL;
+	if (cid->state == ID_ADDR_BOUND &&
+	    ra->src_addr.sa_family != dst->sa_family)
+		return -EINVAL;
 	if (cid->state == ID_IDLE) {
-		if (src) {
+		if (src && src->sa_family) {
 			rc = cm_bind(cid, src);
 		} else {
 			memset(&s, 0, sizeof(s));
@@ -491,9 +523,17 @@ static int resolve(struct cm_id *cid, const struct sockaddr *src,
 	    cm_dev_by_gid(&gid, NULL)) {
 		if (!d)
 			d = lo_dev();
+		/* No lo device: the first, as Linux resolves loopback. */
+		if (!d && (cm_addr_any(dst) || cm_addr_loopback(dst)) &&
+		    cm.ndev)
+			d = &cm.dev[0];
 		if (!d)
 			return -ENODEV;
 		index = cid->dev ? cid->sgid_index : 0;
+		/* ... and the destination is that device itself. */
+		if (!d->info.loopback && (cm_addr_any(dst) ||
+					  cm_addr_loopback(dst)))
+			ra->addr.ibaddr.dgid = d->gid[index];
 	} else if (!d) {
 		rc = route_source(dst, &s);
 		if (rc && !cm_addr_multicast(dst))
@@ -570,9 +610,16 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	if (rc) {
 		/* As the kernel: the call succeeds, the event says why not. */
 		e = cm_event_new(cid, RDMA_CM_EVENT_ADDR_ERROR, rc);
-		if (rc == -ENODEV)
-			urxe_warn("rdma_resolve_addr: no urxe device reaches the destination (ADDR_ERROR %d): configure one on its interface (urxe dev add NAME netdev IF)",
-			       rc);
+		if (rc == -ENODEV) {
+			char to[INET6_ADDRSTRLEN], from[INET6_ADDRSTRLEN];
+
+			addr_str(dst_addr, to, sizeof(to));
+			if (src_addr)
+				addr_str(src_addr, from, sizeof(from));
+			urxe_warn("rdma_resolve_addr: no urxe device reaches %s%s%s (ADDR_ERROR %d): configure one on its interface (urxe dev add NAME netdev IF)",
+				  to, src_addr ? " from " : "",
+				  src_addr ? from : "", rc);
+		}
 	} else {
 		cid->state = ID_ADDR_RESOLVED;
 		e = cm_event_new(cid, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
@@ -687,6 +734,7 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		cid->backlog = backlog <= 0 || backlog > CM_BACKLOG_MAX ?
 			       CM_BACKLOG_MAX : backlog;
 		cid->state = ID_LISTEN;
+		cm_parked_retry();	/* requests that came first */
 	}
 	pthread_mutex_unlock(&cm.lock);
 	return rc ? cm_err(-rc) : 0;

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -169,6 +170,32 @@ static void chan_free(struct cm_channel *c)
 	free(c);
 }
 
+/*
+ * exit() has begun (an atexit handler registered on first use, so before
+ * the destructors run): the process's other threads still run, and one
+ * may be on its way into rdma_get_cm_event on a destroyed channel.
+ */
+static atomic_bool exiting;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+/* The C++ ABI's: what atexit() calls, with this object's own handle. */
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+extern void *__dso_handle;
+
+static void note_exit(void *arg)
+{
+	(void)arg;
+	atomic_store(&exiting, true);
+}
+
+static void register_exit(void)
+{
+	if (__cxa_atexit(note_exit, NULL, &__dso_handle))
+		urxe_dbg("RDMA CM: atexit failed");
+}
+
+static void graveyard_sweep(bool all);
+
 CM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	struct cm_channel *c;
@@ -177,8 +204,36 @@ CM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		errno = cm.init_err;
 		return NULL;
 	}
+	pthread_once(&exit_once, register_exit);
 	c = chan_new();
+	pthread_mutex_lock(&cm.lock);
+	graveyard_sweep(false);
+	pthread_mutex_unlock(&cm.lock);
 	return c ? &c->ch : NULL;
+}
+
+/*
+ * Destroyed channels wait CM_CHAN_GRACE_MS, fd open, before they are
+ * freed: a program's event thread may still be on its way into
+ * rdma_get_cm_event() on it (rping's, while its main thread tears down),
+ * and there it must wait, as on a kernel file, not read freed memory.
+ * One that is inside stays until it leaves.  Lock held.
+ */
+static struct cm_channel *graveyard;
+
+static void graveyard_sweep(bool all)
+{
+	struct cm_channel **pp = &graveyard, *c;
+	uint64_t now = cm_now_ns();
+
+	while ((c = *pp)) {
+		if (c->readers || (!all && c->gone_ns > now)) {
+			pp = &c->next_gone;
+			continue;
+		}
+		*pp = c->next_gone;
+		chan_free(c);
+	}
 }
 
 CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
@@ -195,19 +250,23 @@ CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		pthread_mutex_unlock(&cm.lock);
 		return;
 	}
-	if (c->readers) {
-		/*
-		 * A thread still waits in rdma_get_cm_event (rping's event
-		 * thread, when its main thread tears down): as the kernel's
-		 * file, the channel stays until that call returns; the call
-		 * waits on, as the kernel's does.
-		 */
-		c->closing = true;
-		pthread_mutex_unlock(&cm.lock);
-		return;
-	}
+	c->closing = true;
+	c->gone_ns = cm_now_ns() + CM_CHAN_GRACE_MS * 1000000ull;
+	c->next_gone = graveyard;
+	graveyard = c;
+	graveyard_sweep(false);
 	pthread_mutex_unlock(&cm.lock);
-	chan_free(c);
+}
+
+/*
+ * The library goes: every destroyed channel nobody waits in, on dlclose;
+ * at exit() none (the kernel takes them back, and a thread still about
+ * to read one must find it open: rping -q's server failed with EBADF).
+ */
+void cm_channels_release(void)
+{
+	if (!atomic_load(&exiting))
+		graveyard_sweep(true);
 }
 
 struct cm_event *cm_event_new(struct cm_id *cid, enum rdma_cm_event_type type,
@@ -278,16 +337,11 @@ static void conn_response(struct cm_event *e)
 	e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
 }
 
-/* A reader of a destroyed channel frees it on its way out. */
 static void reader_leaves(struct cm_channel *c)
 {
-	bool last;
-
 	pthread_mutex_lock(&cm.lock);
-	last = !--c->readers && c->closing;
+	c->readers--;
 	pthread_mutex_unlock(&cm.lock);
-	if (last)
-		chan_free(c);
 }
 
 CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
@@ -325,6 +379,8 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 		e->owner->events_out++;
 		if (e->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE)
 			conn_response(e);
+		if (e->qp_err)
+			cm_qp_to_err(e->owner);
 		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
 		    e->owner->pending > 0)
 			e->owner->pending--;
@@ -546,6 +602,11 @@ CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	nc = channel ? to_chan(channel) : chan_new();
 	if (!nc)
 		return -1;
+	/* A synchronous id's last event is acknowledged by the move. */
+	if (cid->sync && id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
 	pthread_mutex_lock(&cm.lock);
 	old = cid->chan;
 	/* Its queued events move: dead where they were, anew here. */
@@ -732,17 +793,27 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	cid = to_cid(id);
 	max = id->qp_type == IBV_QPT_UD ? URXE_CM_SIDR_REQ_PRIV : URXE_CM_REQ_PRIV;
 	max -= URXE_CMA_HDR_LEN;
-	if (conn_param && conn_param->private_data_len > max)
+	if (conn_param && conn_param->private_data_len > max) {
+		urxe_dbg("rdma_connect: %u bytes of private data, at most %zu",
+			 conn_param->private_data_len, max);
 		return cm_err(EINVAL);
+	}
 	pthread_mutex_lock(&cm.lock);
 	if (cid->state != ID_ROUTE_RESOLVED) {
 		pthread_mutex_unlock(&cm.lock);
+		urxe_dbg("rdma_connect: the id's route is not resolved (state %d)",
+			 cid->state);
 		return cm_err(EINVAL);
 	}
 	if (id->qp_type != IBV_QPT_UD) {
 		rc = conn_limits(cid, conn_param, false);
 		if (rc) {
 			pthread_mutex_unlock(&cm.lock);
+			urxe_dbg("rdma_connect: responder resources %u or initiator depth %u above the device's %d, %d",
+				 conn_param->responder_resources,
+				 conn_param->initiator_depth,
+				 cid->dev->attr.max_qp_rd_atom,
+				 cid->dev->attr.max_qp_init_rd_atom);
 			return cm_err(rc);
 		}
 	}
@@ -750,8 +821,12 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	if (!rc)
 		cid->state = ID_CONNECT;
 	pthread_mutex_unlock(&cm.lock);
-	if (rc)
+	if (rc) {
+		urxe_dbg("rdma_connect: cannot send the request: %s (source family %d, destination %d)",
+			 strerror(-rc), id->route.addr.src_addr.sa_family,
+			 id->route.addr.dst_addr.sa_family);
 		return cm_err(-rc);
+	}
 	return cm_wait(cid);
 }
 

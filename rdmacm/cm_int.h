@@ -41,6 +41,10 @@
 /* Loopback: how long a REQ waits for its port's listener (ms). */
 #define CM_LISTEN_GRACE_MS 200
 #define CM_LISTEN_POLL_MS 5
+/* Requests waiting for a listener, at most (ibcm.c, park()). */
+#define CM_PARKED_MAX 256
+/* A destroyed channel's memory and fd stay this long (cm.c). */
+#define CM_CHAN_GRACE_MS 1000
 
 #define CM_REJ_TIMEOUT 4
 #define CM_REJ_INVALID_SERVICE_ID 8
@@ -159,6 +163,7 @@ struct cm_event {
 	struct rdma_cm_event ev;		/* first: the user's pointer */
 	struct cm_id *owner;			/* whose acknowledgements */
 	bool dead;				/* its id went: skipped */
+	bool qp_err;				/* fetched: the id's QP to ERR */
 	struct cm_event *next;
 	uint8_t priv[URXE_CM_RTU_PRIV];
 };
@@ -168,7 +173,9 @@ struct cm_channel {
 	struct cm_event *head, *tail;
 	unsigned int ids;			/* ids on it */
 	unsigned int readers;			/* in rdma_get_cm_event() */
-	bool closing;				/* destroyed: the last reader frees */
+	bool closing;				/* destroyed, in the graveyard */
+	uint64_t gone_ns;			/* freed after, if nobody reads */
+	struct cm_channel *next_gone;
 };
 
 struct cm_global {
@@ -228,6 +235,8 @@ int cm_listen_open(struct cm_id *cid);
 void cm_listen_accept(struct cm_id *listener);
 int cm_steer(struct cm_id *cid);
 bool cm_needs_steer(const struct cm_id *cid);
+void cm_parked_retry(void);
+void cm_channels_release(void);
 struct cm_dev *cm_dev_by_gid(const union ibv_gid *gid, uint8_t *index);
 void cm_gid_of(const struct sockaddr *sa, union ibv_gid *gid);
 void cm_sockaddr_of(const union ibv_gid *gid, uint16_t port,

@@ -74,6 +74,8 @@ static void drain(int fd)
 
 static void handle_mad(struct cm_dev *d, const struct urxe_gsi_mad *g);
 static void timers_run(void);
+static uint64_t parked_due(void);
+static void parked_free(void);
 static void post(struct cm_id *cid, enum rdma_cm_event_type type, int status,
 		 const uint8_t *priv, uint8_t len);
 
@@ -178,6 +180,7 @@ __attribute__((destructor)) static void cm_thread_stop(void)
 	int i;
 
 	pthread_mutex_lock(&cm.lock);
+	cm_channels_release();
 	if (!cm.thread_on) {
 		pthread_mutex_unlock(&cm.lock);
 		return;
@@ -190,6 +193,7 @@ __attribute__((destructor)) static void cm_thread_stop(void)
 	 */
 	for (c = cm.ids; c; c = c->next)
 		cm_conn_drop(c);
+	parked_free();
 	cm_stop = true;
 	if (write(cm.wake_fd, &one, sizeof(one)) != sizeof(one))
 		urxe_dbg("RDMA CM: wake: %s", strerror(errno));
@@ -245,6 +249,8 @@ void cm_timer_kick(void)
 	for (c = cm.ids; c; c = c->next)
 		if (c->due_ns && (!due || c->due_ns < due))
 			due = c->due_ns;
+	if (parked_due() && (!due || parked_due() < due))
+		due = parked_due();
 	if (due == cm.timer_due)
 		return;
 	cm.timer_due = due;
@@ -337,7 +343,12 @@ static void resend(struct cm_id *cid)
 
 static uint32_t our_qpn(struct cm_id *cid)
 {
-	return cid->id.qp ? cid->id.qp->qp_num : cid->qpn;
+	/*
+	 * Recorded when the QP was made, never read through id->qp here: a
+	 * program may destroy the QP with ibv_destroy_qp() before the id
+	 * (perftest does), and a DREQ or REJ still has to name it.
+	 */
+	return cid->qpn;
 }
 
 static bool our_srq(struct cm_id *cid)
@@ -707,6 +718,27 @@ static void post(struct cm_id *cid, enum rdma_cm_event_type type, int status,
 	cm_event_post(cid, e);
 }
 
+/*
+ * As post(), and the id's QP moves to ERR when the program fetches the
+ * event (rdma_get_cm_event), in its own thread, as librdmacm does: never
+ * from this thread, where the QP may already be gone.
+ */
+static void post_qp_err(struct cm_id *cid, enum rdma_cm_event_type type,
+			int status, const uint8_t *priv, uint8_t len)
+{
+	struct cm_event *e = cm_event_new(cid, type, status);
+
+	if (!e)
+		return;
+	e->qp_err = true;
+	if (priv && len) {
+		memcpy(e->priv, priv, len);
+		e->ev.param.conn.private_data = e->priv;
+		e->ev.param.conn.private_data_len = len;
+	}
+	cm_event_post(cid, e);
+}
+
 static struct cm_id *by_local_id(uint32_t id)
 {
 	struct cm_id *c;
@@ -861,6 +893,133 @@ static struct cm_id *child_new(struct cm_id *l, struct cm_dev *d,
 	return c;
 }
 
+/* A request for a service nobody offers: REJ reason 8, or SIDR_REP 1. */
+static void refuse(struct cm_dev *d, const struct urxe_gsi_mad *g,
+		   const struct urxe_cm_msg *m)
+{
+	struct urxe_cm_msg r;
+
+	memset(&r, 0, sizeof(r));
+	r.tid = m->tid;
+	if (m->attr == URXE_CM_SIDR_REQ) {
+		r.attr = URXE_CM_SIDR_REP;
+		r.local_id = m->local_id;
+		r.sidr_status = SIDR_UNSUPPORTED;
+		r.service_id = m->service_id;
+	} else {
+		r.attr = URXE_CM_REJ;
+		r.remote_id = m->local_id;
+		r.msg_rejected = 0;
+		r.reason = CM_REJ_INVALID_SERVICE_ID;
+	}
+	reply_raw(d, g, &r);
+}
+
+/*
+ * Requests for a port nobody listens on yet wait CM_LISTEN_GRACE_MS for
+ * this process to listen there before they are refused (the passive side
+ * of the loopback grace, no_listener()): a server told to expect a
+ * connection may get to rdma_listen() after its client's REQ arrived
+ * (perftest -R's server listens again right after the handshake that
+ * starts its client).  Duplicates of a waiting request are dropped.
+ */
+struct parked_req {
+	struct cm_dev *d;
+	struct urxe_gsi_mad g;
+	uint64_t until_ns;
+	struct parked_req *next;
+};
+
+static struct parked_req *parked;
+static unsigned int nparked;
+
+static bool park(struct cm_dev *d, const struct urxe_gsi_mad *g)
+{
+	struct parked_req *p;
+
+	for (p = parked; p; p = p->next)
+		if (!memcmp(p->g.sgid.raw, g->sgid.raw, 16) &&
+		    !memcmp(p->g.mad, g->mad, URXE_MAD_LEN))
+			return true;
+	if (nparked >= CM_PARKED_MAX)
+		return false;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return false;
+	p->d = d;
+	p->g = *g;
+	p->until_ns = cm_now_ns() + CM_LISTEN_GRACE_MS * 1000000ull;
+	p->next = parked;
+	parked = p;
+	nparked++;
+	cm_timer_kick();
+	return true;
+}
+
+/*
+ * Lock held.  @listening: someone just listened, the requests for its
+ * port go on now; else those whose time is up are refused.
+ */
+static void parked_run(bool listening)
+{
+	struct parked_req **pp = &parked, *p;
+	struct urxe_cma_hdr h;
+	struct urxe_cm_msg m;
+	uint64_t now = cm_now_ns();
+
+	while ((p = *pp)) {
+		bool go = false, drop = false;
+
+		if (urxe_cm_decode(p->g.mad, sizeof(p->g.mad), &m) ||
+		    urxe_cma_hdr_get(m.priv, &h))
+			drop = true;
+		else if (listening)
+			go = find_listener(p->d, m.service_id,
+					   (struct sockaddr *)&h.dst) != NULL;
+		else
+			drop = p->until_ns <= now;
+		if (!go && !drop) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		nparked--;
+		if (go)
+			handle_mad(p->d, &p->g);
+		else if (!urxe_cm_decode(p->g.mad, sizeof(p->g.mad), &m))
+			refuse(p->d, &p->g, &m);
+		free(p);
+	}
+}
+
+void cm_parked_retry(void)
+{
+	parked_run(true);
+}
+
+static void parked_free(void)
+{
+	struct parked_req *p;
+
+	while ((p = parked)) {
+		parked = p->next;
+		free(p);
+	}
+	nparked = 0;
+}
+
+/* The earliest parked deadline, or 0. */
+static uint64_t parked_due(void)
+{
+	struct parked_req *p;
+	uint64_t due = 0;
+
+	for (p = parked; p; p = p->next)
+		if (!due || p->until_ns < due)
+			due = p->until_ns;
+	return due;
+}
+
 static void on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 		   const struct urxe_cm_msg *m)
 {
@@ -886,15 +1045,14 @@ static void on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 		}
 		return;
 	}
-	if (urxe_cma_hdr_get(m->priv, &h) ||
-	    !(l = find_listener(d, m->service_id, (struct sockaddr *)&h.dst))) {
-		memset(&r, 0, sizeof(r));
-		r.attr = URXE_CM_REJ;
-		r.tid = m->tid;
-		r.remote_id = m->local_id;
-		r.msg_rejected = 0;
-		r.reason = CM_REJ_INVALID_SERVICE_ID;
-		reply_raw(d, g, &r);
+	if (urxe_cma_hdr_get(m->priv, &h)) {
+		refuse(d, g, m);
+		return;
+	}
+	l = find_listener(d, m->service_id, (struct sockaddr *)&h.dst);
+	if (!l) {
+		if (!park(d, g))
+			refuse(d, g, m);
 		return;
 	}
 	if (l->pending >= l->backlog) {
@@ -961,22 +1119,20 @@ static void on_sidr_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 			const struct urxe_cm_msg *m)
 {
 	struct urxe_cma_hdr h;
-	struct urxe_cm_msg r;
 	struct cm_id *l, *c;
 	struct cm_event *e;
 
 	c = by_remote(m->local_id, &g->sgid);
 	if (c)
 		return;		/* still waiting for the user */
-	if (urxe_cma_hdr_get(m->priv, &h) ||
-	    !(l = find_listener(d, m->service_id, (struct sockaddr *)&h.dst))) {
-		memset(&r, 0, sizeof(r));
-		r.attr = URXE_CM_SIDR_REP;
-		r.tid = m->tid;
-		r.local_id = m->local_id;
-		r.sidr_status = SIDR_UNSUPPORTED;
-		r.service_id = m->service_id;
-		reply_raw(d, g, &r);
+	if (urxe_cma_hdr_get(m->priv, &h)) {
+		refuse(d, g, m);
+		return;
+	}
+	l = find_listener(d, m->service_id, (struct sockaddr *)&h.dst);
+	if (!l) {
+		if (!park(d, g))
+			refuse(d, g, m);
 		return;
 	}
 	if (l->pending >= l->backlog)
@@ -1110,8 +1266,8 @@ static void on_rej(const struct urxe_cm_msg *m)
 	}
 	timer_stop(c);
 	c->cm = CM_IDLE;
-	cm_qp_to_err(c);
-	post(c, RDMA_CM_EVENT_REJECTED, m->reason, m->priv, URXE_CM_REJ_PRIV);
+	post_qp_err(c, RDMA_CM_EVENT_REJECTED, m->reason, m->priv,
+		    URXE_CM_REJ_PRIV);
 }
 
 static void on_mra(const struct urxe_cm_msg *m)
@@ -1237,6 +1393,11 @@ static void expire(struct cm_id *c)
 	if (c->max_tries && c->tries < c->max_tries) {
 		c->tries++;
 		c->due_ns = cm_now_ns() + c->period_ns;
+		/* The MAD header's AttributeID: bytes 16-17. */
+		urxe_dbg("RDMA CM: no answer: %s again (%u of %u)",
+			 urxe_cm_attr_name((uint16_t)(c->mad[16] << 8 |
+						      c->mad[17])),
+			 c->tries, c->max_tries);
 		resend(c);
 		return;
 	}
@@ -1249,8 +1410,7 @@ static void expire(struct cm_id *c)
 		break;
 	case CM_REP_SENT:
 		c->cm = CM_IDLE;
-		cm_qp_to_err(c);
-		post(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
+		post_qp_err(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
 		break;
 	case CM_DREQ_SENT:
 		enter_timewait(c);
@@ -1273,6 +1433,7 @@ static void timers_run(void)
 	for (c = cm.ids; c; c = c->next)
 		if (c->due_ns && c->due_ns <= now && !c->destroying)
 			expire(c);
+	parked_run(false);
 	cm.timer_due = 0;	/* re-armed below */
 	cm_timer_kick();
 }

@@ -14,8 +14,12 @@
 #   ib_send_bw, ib_write_bw, ib_read_lat and ib_send_bw -c UD with -R,
 #     ib_write_bw -z;
 #   qperf -cm1 rc_bw rc_lat;
+#   the first REQ and REP lost (URXE_FAULTS): sent again, connected;
 #   nobody listening: rping's client gets RDMA_CM_EVENT_REJECTED with IB
 #     reason 8 (invalid service ID) at once, as from a kernel host.
+# Then (root) across two network namespaces on a veth pair, IPv4 and IPv6:
+# rping, ucmatose, udaddy, mckey and perftest -R, and an IPv6 request to
+# an IPv4 listener (UNREACHABLE, status 1).
 # Every run must exit 0 (servers that never exit are stopped by pid once
 # their clients are done) and print what shows the work was done.
 set -euo pipefail
@@ -48,9 +52,17 @@ else
 	die "$TUSER's rping does not load this build's librdmacm.so.1"
 fi
 
+# How servers and clients run (part (b) points them at the namespaces),
+# and the namespace the servers listen in ("": the host's).
+SRUN=(as_user "${NOLEAK[@]}" "$LIB")
+CRUN=(as_user "${NOLEAK[@]}" "$LIB")
+LNS=""
+
 # cm_listens PORT PS: an RDMA CM listener holds PORT in port space PS.
 cm_listens() {
-	ss -Hxl 2>/dev/null | grep -qF "@urxe-v2/cm/$2/$1 "
+	local pre=()
+	[ -z "$LNS" ] || pre=(ip netns exec "$LNS")
+	"${pre[@]}" ss -Hxl 2>/dev/null | grep -qF "@urxe-v2/cm/$2/$1 "
 }
 
 # cm_serve NAME PORT PS ARGS...: a server in the background, waited for
@@ -58,7 +70,7 @@ cm_listens() {
 cm_serve() {
 	local name=$1 port=$2 ps=$3 deadline=$((SECONDS + 20))
 	shift 3
-	bg_user "$name" as_user "${NOLEAK[@]}" "$LIB" "$@"
+	bg_user "$name" "${SRUN[@]}" "$@"
 	until cm_listens "$port" "$ps"; do
 		alive "$BG_PID" && [ "$SECONDS" -lt "$deadline" ] || return 1
 		sleep 0.05
@@ -80,7 +92,7 @@ pair() {
 		return 1
 	fi
 	spid=$BG_PID
-	capture "$name.cli" as_user "${NOLEAK[@]}" "$LIB" "${cli[@]}"
+	capture "$name.cli" "${CRUN[@]}" "${cli[@]}"
 	local crc=$RC
 	reap "$spid"
 	local src=$RC
@@ -147,6 +159,21 @@ else
 	reap "$BG_PID"
 	fail "rping -P: the server never listened"
 	show rpP.srv
+fi
+
+# --- lost MADs ----------------------------------------------------------------
+# Each side's first packet is dropped (URXE_FAULTS=drop=1,limit=1): the
+# client's REQ, then the server's REP; the CM's timers send each again
+# (REQ after 4.6 s, REP after 4.1 s) and the connection is made.
+next_port P
+F=(URXE_LOG=debug "URXE_FAULTS=drop=1,limit=1")
+if pair "REQ and REP lost once each: rping -V -C 10 recovers" rpF "$P" $PS_TCP \
+	"${F[@]}" rping -s -a 127.0.0.1 -p "$P" -V -C 10 -- \
+	"${F[@]}" rping -c -a 127.0.0.1 -p "$P" -V -C 10; then
+	expect_match "lost REQ: the client sent it again" rpF.cli \
+		'RDMA CM: no answer: REQ again \(1 of 15\)' err
+	expect_match "lost REP: the server sent it again" rpF.srv \
+		'RDMA CM: no answer: REP again \(1 of 15\)' err
 fi
 
 # --- nobody listening ---------------------------------------------------------
@@ -228,13 +255,15 @@ else
 fi
 
 # --- perftest over RDMA CM ----------------------------------------------------
-# pt DESC NAME PROG ARGS...: server and client, the result line checked.
+# pt DESC NAME PROG ARGS...: server and client, the result line checked;
+# the client connects to SHOST.
+SHOST=127.0.0.1
 pt() {
 	local desc=$1 name=$2 prog=$3 line
 	shift 3
 	next_port P
 	if pair "$desc" "$name" "$P" $PS_TCP "$prog" -p "$P" "$@" -- \
-		"$prog" -p "$P" "$@" 127.0.0.1; then
+		"$prog" -p "$P" "$@" "$SHOST"; then
 		line=$(awk '/^ *#bytes/ { getline; print; exit }' "$(out "$name.cli")")
 		check "$desc: the client reports a result ('$line')" test -n "$line"
 	fi
@@ -264,5 +293,73 @@ if command -v qperf >/dev/null; then
 else
 	note "qperf not installed: its run skipped"
 fi
+
+# --- (b) two network namespaces over a veth pair, IPv4 and IPv6 ---------------
+# rxe0 on vethA (198.18.0.1, 2001:db8::1) serves, rxe0 on vethB
+# (198.18.0.2, 2001:db8::2) connects: the REQ goes to the address, no
+# steering.  The udp backend takes one process per address: one server
+# and one client at a time.
+if [ "$(id -u)" -ne 0 ]; then
+	note "(b) skipped: network namespaces need root"
+	finish
+fi
+ns_add A a
+ns_add NB b
+ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
+ip -n "$A" addr add 198.18.0.1/24 dev vethA
+ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
+ip -n "$NB" addr add 198.18.0.2/24 dev vethB
+ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
+ip -n "$A" link set vethA up
+ip -n "$NB" link set vethB up
+tx_csum_off "$A" vethA
+tx_csum_off "$NB" vethB
+SRUN=(ns_user "$A" "${NOLEAK[@]}" "$LIB" "URXE_DEVICES=rxe0 netdev vethA")
+CRUN=(ns_user "$NB" "${NOLEAK[@]}" "$LIB" "URXE_DEVICES=rxe0 netdev vethB")
+LNS=$A
+
+for ip in 198.18.0.1 2001:db8::1; do
+	next_port P
+	if pair "ns $ip: rping -v -C 20" "n_rp_$ip" "$P" $PS_TCP \
+		rping -s -a "$ip" -p "$P" -v -C 20 -- rping -c -a "$ip" -p "$P" -v -C 20; then
+		n=$(count "n_rp_$ip.cli" '^ping data: rdma-ping-')
+		check "ns $ip: rping's client shows 20 pings ($n)" test "$n" -eq 20
+	fi
+	next_port P
+	pair "ns $ip: ucmatose -c 4" "n_uc_$ip" "$P" $PS_TCP \
+		ucmatose -b "$ip" -c 4 -p "$P" -- ucmatose -s "$ip" -c 4 -p "$P" || true
+	pair "ns $ip: udaddy (SIDR)" "n_ud_$ip" 7174 $PS_UDP \
+		udaddy -b "$ip" -- udaddy -s "$ip" || true
+done
+# An IPv4 listener does not take an IPv6 request (as Linux): SIDR_REP
+# status 1, UNREACHABLE.
+if cm_serve n_ud46.srv 7174 $PS_UDP udaddy -b 198.18.0.1; then
+	spid=$BG_PID
+	capture n_ud46.cli "${CRUN[@]}" udaddy -s 2001:db8::1
+	check "ns: an IPv6 request to an IPv4 listener fails (exit $RC)" test "$RC" -ne 0
+	expect_match "ns: ... with RDMA_CM_EVENT_UNREACHABLE, status 1" n_ud46.cli \
+		'RDMA_CM_EVENT_UNREACHABLE, error: 1'
+	stop_pid "$spid"
+else
+	reap "$BG_PID"
+	fail "ns: udaddy -b 198.18.0.1 never listened"
+fi
+
+# mckey: a receiver in A, the sender in B.
+G=239.255.$((RANDOM % 250)).$((1 + RANDOM % 250))
+bg_user n_mk.r "${SRUN[@]}" mckey -m "$G" -b 198.18.0.1 -C 10
+r1=$BG_PID
+wait_for 10 grep -qs '^receiving data transfers' "$(out n_mk.r)" || true
+sleep 0.2
+capture n_mk.s "${CRUN[@]}" mckey -m "$G" -s -b 198.18.0.2 -C 10
+expect_rc "ns: mckey $G: the sender in B exits 0" 0 n_mk.s
+reap "$r1"
+expect_rc "ns: mckey $G: the receiver in A gets its 10 datagrams" 0 n_mk.r
+
+SHOST=198.18.0.1
+pt "ns: ib_send_bw -R" n_pt1 ib_send_bw -R -n 200
+pt "ns: ib_write_bw -R" n_pt2 ib_write_bw -R -n 200
+pt "ns: ib_read_lat -R" n_pt3 ib_read_lat -R -n 200
+# (perftest's rdma_cm code asks rdma_getaddrinfo for AF_INET only: no IPv6.)
 
 finish
