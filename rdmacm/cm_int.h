@@ -127,8 +127,8 @@ struct cm_id {
 	uint64_t tid;
 	uint32_t qpn;				/* ours (id->qp's, or the user's) */
 	uint32_t remote_qpn;
-	uint32_t rq_psn;			/* the peer's starting PSN: our RQ */
-	uint32_t sq_psn;			/* ours, random: our SQ starts there */
+	uint32_t rq_psn;			/* our RQ starts there: random, sent */
+	uint32_t sq_psn;			/* our SQ starts there: received */
 	uint8_t resp_res, init_depth;		/* ours, as negotiated */
 	uint8_t retry_count, rnr_retry;
 	uint8_t peer_ack_timeout;		/* the REQ's local ACK timeout */

@@ -490,8 +490,14 @@ int cm_send_req(struct cm_id *cid, const struct rdma_conn_param *p)
 			m.transport = 0;
 		}
 		m.e2e_flow = p ? p->flow_control != 0 : true;
-		cid->sq_psn = cm_psn();
-		m.start_psn = cid->sq_psn;
+		/*
+		 * As Linux: a REQ's Starting PSN is where the requester's
+		 * receive queue starts (the passive side sends from it), a
+		 * REP's where the passive side's does.  Measured against
+		 * kernel rxe: its requester sends from the REP's PSN.
+		 */
+		cid->rq_psn = cm_psn();
+		m.start_psn = cid->rq_psn;
 		cid->retry_count = p ? (p->retry_count > 7 ? 7 : p->retry_count) : 7;
 		cid->rnr_retry = p ? (p->rnr_retry_count > 7 ? 7 :
 				      p->rnr_retry_count) : 7;
@@ -546,7 +552,7 @@ int cm_send_rep(struct cm_id *cid, const struct rdma_conn_param *p)
 	m.local_qpn = our_qpn(cid);
 	if (cid->id.qp_type == IBV_QPT_XRC_RECV && cid->id.srq)
 		ibv_get_srq_num(cid->id.srq, &m.local_eecn);
-	m.start_psn = cid->sq_psn;
+	m.start_psn = cid->rq_psn;
 	m.resp_resources = cid->resp_res;
 	m.init_depth = cid->init_depth;
 	m.target_ack_delay = cid->dev->attr.local_ca_ack_delay;
@@ -1068,8 +1074,8 @@ static void on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 	c->remote_id = m->local_id;
 	c->tid = m->tid;
 	c->remote_qpn = m->local_qpn;
-	c->rq_psn = m->start_psn;
-	c->sq_psn = cm_psn();
+	c->sq_psn = m->start_psn;	/* we send from the REQ's PSN */
+	c->rq_psn = cm_psn();		/* the REP's: the peer sends from it */
 	c->resp_res = m->init_depth;
 	c->init_depth = m->resp_resources;
 	c->retry_count = m->retry_count;
@@ -1209,7 +1215,7 @@ static void on_rep(const struct urxe_cm_msg *m)
 	c->cm = CM_REP_RCVD;
 	c->remote_id = m->local_id;
 	c->remote_qpn = m->local_qpn;
-	c->rq_psn = m->start_psn;
+	c->sq_psn = m->start_psn;	/* we send from the REP's PSN */
 	c->rnr_retry = m->rnr_retry;
 	/* What we may do is what the peer will take. */
 	if (c->init_depth > m->resp_resources)
