@@ -887,8 +887,9 @@ CM_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	return rc ? cm_err(-rc) : 0;
 }
 
-CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
-			  uint8_t private_data_len)
+/* A request refused with @reason; SIDR ones only where @sidr. */
+static int reject(struct rdma_cm_id *id, const void *private_data,
+		  uint8_t private_data_len, uint16_t reason, bool sidr)
 {
 	struct cm_id *cid;
 	int rc;
@@ -899,34 +900,26 @@ CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	if (private_data_len > URXE_CM_REJ_PRIV)
 		return cm_err(EINVAL);
 	pthread_mutex_lock(&cm.lock);
-	if (cid->cm != CM_REQ_RCVD && cid->cm != CM_SIDR_REQ_RCVD)
+	if (cid->cm != CM_REQ_RCVD && !(sidr && cid->cm == CM_SIDR_REQ_RCVD))
 		rc = -EINVAL;
 	else
-		rc = cm_send_rej(cid, CM_REJ_CONSUMER, private_data,
-				 private_data_len);
+		rc = cm_send_rej(cid, reason, private_data, private_data_len);
 	pthread_mutex_unlock(&cm.lock);
 	return rc ? cm_err(-rc) : 0;
+}
+
+CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			  uint8_t private_data_len)
+{
+	return reject(id, private_data, private_data_len, CM_REJ_CONSUMER,
+		      true);
 }
 
 CM_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 			      uint8_t private_data_len)
 {
-	struct cm_id *cid;
-	int rc;
-
-	if (!id)
-		return cm_err(EINVAL);
-	cid = to_cid(id);
-	if (private_data_len > URXE_CM_REJ_PRIV)
-		return cm_err(EINVAL);
-	pthread_mutex_lock(&cm.lock);
-	if (cid->cm != CM_REQ_RCVD)
-		rc = -EINVAL;
-	else
-		rc = cm_send_rej(cid, CM_REJ_VENDOR_OPTION, private_data,
-				 private_data_len);
-	pthread_mutex_unlock(&cm.lock);
-	return rc ? cm_err(-rc) : 0;
+	return reject(id, private_data, private_data_len,
+		      CM_REJ_VENDOR_OPTION, false);
 }
 
 CM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)

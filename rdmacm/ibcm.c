@@ -709,13 +709,20 @@ void cm_conn_drop(struct cm_id *cid)
 
 /* ---- receiving ---- */
 
-static void post(struct cm_id *cid, enum rdma_cm_event_type type, int status,
-		 const uint8_t *priv, uint8_t len)
+/*
+ * Reports @type on @cid's channel.  @qp_err: the id's QP moves to ERR
+ * when the program fetches the event (rdma_get_cm_event), in its own
+ * thread, as librdmacm does: never from this thread, where the QP may
+ * already be gone.
+ */
+static void post_ev(struct cm_id *cid, enum rdma_cm_event_type type,
+		    int status, const uint8_t *priv, uint8_t len, bool qp_err)
 {
 	struct cm_event *e = cm_event_new(cid, type, status);
 
 	if (!e)
 		return;
+	e->qp_err = qp_err;
 	if (priv && len) {
 		memcpy(e->priv, priv, len);
 		e->ev.param.conn.private_data = e->priv;
@@ -724,25 +731,16 @@ static void post(struct cm_id *cid, enum rdma_cm_event_type type, int status,
 	cm_event_post(cid, e);
 }
 
-/*
- * As post(), and the id's QP moves to ERR when the program fetches the
- * event (rdma_get_cm_event), in its own thread, as librdmacm does: never
- * from this thread, where the QP may already be gone.
- */
+static void post(struct cm_id *cid, enum rdma_cm_event_type type, int status,
+		 const uint8_t *priv, uint8_t len)
+{
+	post_ev(cid, type, status, priv, len, false);
+}
+
 static void post_qp_err(struct cm_id *cid, enum rdma_cm_event_type type,
 			int status, const uint8_t *priv, uint8_t len)
 {
-	struct cm_event *e = cm_event_new(cid, type, status);
-
-	if (!e)
-		return;
-	e->qp_err = true;
-	if (priv && len) {
-		memcpy(e->priv, priv, len);
-		e->ev.param.conn.private_data = e->priv;
-		e->ev.param.conn.private_data_len = len;
-	}
-	cm_event_post(cid, e);
+	post_ev(cid, type, status, priv, len, true);
 }
 
 static struct cm_id *by_local_id(uint32_t id)

@@ -195,43 +195,31 @@ static int make_cqs(struct cm_id *cid, struct ibv_cq **send_cq,
 	return 0;
 }
 
+/* One CQ (and its channel) the id made, if it did. */
+static void free_cq(struct ibv_cq **cq, struct ibv_comp_channel **ch,
+		    bool *own)
+{
+	if (!*own)
+		return;
+	if (*cq)
+		ibv_destroy_cq(*cq);
+	if (*ch)
+		ibv_destroy_comp_channel(*ch);
+	*cq = NULL;
+	*ch = NULL;
+	*own = false;
+}
+
 static void free_cqs(struct cm_id *cid)
 {
 	struct rdma_cm_id *id = &cid->id;
 
+	free_cq(&id->send_cq, &id->send_cq_channel, &cid->own_send_cq);
 	/* The XRC SRQ's CQ stays until rdma_destroy_srq(). */
-	if (cid->srq_cq && id->srq) {
-		if (cid->own_send_cq) {
-			if (id->send_cq)
-				ibv_destroy_cq(id->send_cq);
-			if (id->send_cq_channel)
-				ibv_destroy_comp_channel(id->send_cq_channel);
-			id->send_cq = NULL;
-			id->send_cq_channel = NULL;
-			cid->own_send_cq = false;
-		}
+	if (cid->srq_cq && id->srq)
 		return;
-	}
 	cid->srq_cq = false;
-
-	if (cid->own_send_cq) {
-		if (id->send_cq)
-			ibv_destroy_cq(id->send_cq);
-		if (id->send_cq_channel)
-			ibv_destroy_comp_channel(id->send_cq_channel);
-		id->send_cq = NULL;
-		id->send_cq_channel = NULL;
-		cid->own_send_cq = false;
-	}
-	if (cid->own_recv_cq) {
-		if (id->recv_cq)
-			ibv_destroy_cq(id->recv_cq);
-		if (id->recv_cq_channel)
-			ibv_destroy_comp_channel(id->recv_cq_channel);
-		id->recv_cq = NULL;
-		id->recv_cq_channel = NULL;
-		cid->own_recv_cq = false;
-	}
+	free_cq(&id->recv_cq, &id->recv_cq_channel, &cid->own_recv_cq);
 }
 
 CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
