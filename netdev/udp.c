@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <urxe/log.h>
@@ -45,8 +46,14 @@
 
 #define BATCH 32			/* datagrams per sendmmsg/recvmmsg */
 #define SOCK_BUF (4 << 20)		/* wished-for SO_RCVBUF/SO_SNDBUF */
-#define CTL_BYTES 128			/* >= in6_pktinfo + 2 ints, aligned */
+#define CTL_BYTES 192			/* in6_pktinfo, 3 ints, a timespec */
 #define CONN_HOLD 4096			/* datagrams before connecting again */
+/*
+ * A socket connects (its IPv4 IDs jump to a random counter) only after
+ * this long without a connected datagram from its port: a receiver takes
+ * such a jump after 1 ms of silence from the flow (qp_engine/icrc.c).
+ */
+#define CONN_QUIET_NS 2000000ull
 #define ID_RECHECK 65536		/* datagrams between two ID probes */
 #define FIX_IOV 1024			/* rewritten iovecs per sendmmsg */
 #define FIX_TRAIL 256			/* rewritten ICRCs per sendmmsg */
@@ -75,6 +82,7 @@ struct usock {
 	uint16_t port;
 	uint16_t next_id;		/* IPv4 ID of its next datagram */
 	uint32_t hold;			/* datagrams to go before connecting */
+	uint64_t quiet_ns;		/* no counted ID from its port since */
 	uint32_t since_probe;		/* datagrams sent since an ID probe */
 	uint8_t peer[16];		/* connected: destination GID */
 	uint8_t src[16];		/* connected: source GID */
@@ -221,6 +229,14 @@ static void mcast_options(const struct urxe_udp *u, int fd, int fam)
  * Opens, configures and binds one socket (@reuse: SO_REUSEPORT); returns
  * its socks index.
  */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int open_sock(struct urxe_udp *u, int fam, uint16_t port, bool reuse)
 {
 	struct usock *s;
@@ -251,6 +267,8 @@ static int open_sock(struct urxe_udp *u, int fam, uint16_t port, bool reuse)
 	s->fam = (uint8_t)fam;
 	s->wildcard = !u->loopback;
 	s->port = port;
+	/* Whoever held the port before sent nothing from it since. */
+	s->quiet_ns = mono_ns();
 	return (int)u->nsocks++;
 
 err_close:
@@ -327,6 +345,15 @@ static int open_rx(struct urxe_udp *u, int fam, const struct urxe_udp_conf *c)
 			set_int(u->socks[rc].fd, IPPROTO_UDP, UDP_GRO, 1);
 		if (c->gso && fam == V4 && u->rx0 >= 0)
 			set_int(u->socks[u->rx0].fd, IPPROTO_UDP, UDP_GRO, 1);
+		/*
+		 * When each datagram arrived (urxe_udp_in.rx_ns): the IPv4
+		 * ID check measures a flow's silence by it, not by when a
+		 * busy or descheduled receiver got round to reading.
+		 */
+		set_int(u->socks[rc].fd, SOL_SOCKET, SO_TIMESTAMPNS, 1);
+		if (fam == V4 && u->rx0 >= 0)
+			set_int(u->socks[u->rx0].fd, SOL_SOCKET, SO_TIMESTAMPNS,
+				1);
 		return 0;
 	}
 	if (c->loopback)
@@ -702,6 +729,7 @@ static void conn_close(struct urxe_udp *u, struct usock *s, int err)
 	s->conn = false;
 	s->id_known = false;
 	s->hold = CONN_HOLD;
+	s->quiet_ns = mono_ns();
 	if (icmp_err(-err) || err == -EAGAIN)
 		return;
 	if (u->connect)
@@ -789,7 +817,8 @@ static int conn_prepare(struct urxe_udp *u, struct usock *s,
 
 	if (!s->conn) {
 		if (u->connect && !s->hold && s->port != URXE_UDP_PORT &&
-		    !o->fixed_ids && gid_unicast(o->dst))
+		    !o->fixed_ids && gid_unicast(o->dst) &&
+		    mono_ns() - s->quiet_ns >= CONN_QUIET_NS)
 			conn_open(u, s, o);
 		return 0;
 	}
@@ -1125,6 +1154,15 @@ static void rx_cmsg(struct cmsghdr *c, struct urxe_udp_in *in)
 	case KEY(SOL_UDP, UDP_GRO):
 		in->gso_size = (uint16_t)cmsg_int(c);
 		break;
+	case KEY(SOL_SOCKET, SCM_TIMESTAMPNS):
+		if (c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+			struct timespec ts;
+
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			in->rx_ns = (uint64_t)ts.tv_sec * 1000000000ull +
+				    (uint64_t)ts.tv_nsec;
+		}
+		break;
 	}
 #undef KEY
 }
@@ -1147,6 +1185,7 @@ static void rx_finish(const struct urxe_udp *u, const struct usock *s,
 	in->tos = 0;
 	in->ttl = 0;
 	in->gso_size = 0;
+	in->rx_ns = 0;
 	gid_from_sa(in->src, a);
 	in->sport = ntohs(a->sa.sa_family == AF_INET ? a->in.sin_port
 						     : a->in6.sin6_port);

@@ -593,6 +593,16 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
 				 meta->udp_csum);
 	if (!m || p == ID_REFUSE)
 		return false;
+	/*
+	 * With a checksum, an ID below ID_GSO_SEGS is an unconnected
+	 * socket's (0, or a GSO segment's index): it says nothing of the
+	 * port's counter, so the flow's record stays as it was.  A new
+	 * instance on a port sends such IDs until its socket connects
+	 * (netdev/udp.c: CONN_QUIET_NS), and the silence before the jump is
+	 * then measured from the last counted ID.
+	 */
+	if (meta->udp_csum && id < ID_GSO_SEGS)
+		return true;
 	if (f && (pred || m == 2)) {
 		id_seen_update(f, seen_is(f, src, meta->sport) && p == ID_TAKE,
 			       src, meta->sport, id, meta->now_ns);

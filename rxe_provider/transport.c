@@ -375,6 +375,31 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 	return (int)n;
 }
 
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * When a datagram arrived, on the clock of @now (CLOCK_MONOTONIC), from
+ * the kernel's receive time @rx_ns (CLOCK_REALTIME, read as @real): the
+ * IPv4 ID check measures a flow's silence between arrivals, which a
+ * receiver that reads late would shrink (a restarted sender's first
+ * datagram, read in one batch with its predecessor's last).
+ */
+static uint64_t arrival(uint64_t now, uint64_t real, uint64_t rx_ns)
+{
+	uint64_t age;
+
+	if (!rx_ns || rx_ns > real)
+		return now;
+	age = real - rx_ns;
+	return age < now ? now - age : 0;
+}
+
 static void capture_rx(struct urxe_dev *dev, const struct urxe_udp_in *in,
 		       const struct urxe_rx_meta *meta)
 {
@@ -394,7 +419,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 {
 	struct urxe_dev *dev = priv;
 	struct urxe_dev_rx *rx = dev->rx;
-	uint64_t now = urxe_engine_clock(eng);
+	uint64_t now, real;
 	int total = 0, n, i;
 
 	if (!dev->udp)
@@ -403,6 +428,8 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 		n = urxe_udp_recv(dev->udp, rx->in, RX_BATCH);
 		if (n <= 0)
 			break;
+		now = urxe_dev_now(dev);
+		real = real_ns();
 		for (i = 0; i < n; i++) {
 			struct urxe_udp_in *in = &rx->in[i];
 			struct urxe_rx_meta meta;
@@ -417,7 +444,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 			meta.dport = in->dport;
 			meta.tos = in->tos;
 			meta.ttl = in->ttl;
-			meta.now_ns = now;
+			meta.now_ns = arrival(now, real, in->rx_ns);
 			meta.udp_csum = in->csum;
 			/* A GRO datagram: packets of gso_size, the last shorter. */
 			seg = in->gso_size ? in->gso_size : in->len;

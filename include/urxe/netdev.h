@@ -422,6 +422,8 @@ struct urxe_udp_in {
 	 * told apart by the receive sockets; IPv6: always set).
 	 */
 	bool csum;
+	/* When the kernel received it: CLOCK_REALTIME ns (0: not known). */
+	uint64_t rx_ns;
 };
 
 /*

@@ -5,7 +5,7 @@
  *
  *   urxe_fanin recv [-d dev] [-g gid_index] [-n total] [-s size] [-t s]
  *   urxe_fanin send [-d dev] [-g gid_index] -q qpn -G gid -i id
- *                   [-n count] [-s size] [-t s]
+ *                   [-n count] [-s size] [-t s] [-r rounds]
  *
  * recv: one UD QP with @total receives of @size bytes (plus the GRH)
  * posted before anything is sent; prints "qpn 0x... gid ADDR" and waits
@@ -13,7 +13,10 @@
  * id and its index: every one must arrive once, whole, with no error.
  * send: @count messages of @size bytes to QPN @qpn at @gid, as fast as the
  * send queue takes them (up to 128 outstanding, none paced), each
- * completed successfully.
+ * completed successfully.  With -r, in @rounds device instances one after
+ * another: each opens the device, sends its share at once, and closes it,
+ * so the next takes over the slot (address and source ports) the last one
+ * sent from an instant before.
  *
  * Exit: 0 success, 1 a check failed, 2 usage or set-up error, 3 timeout
  * (recv: messages lost).  Prints PASS or FAIL.
@@ -40,7 +43,7 @@ enum { EXIT_CHECK = 1, EXIT_SETUP = 2, EXIT_TIME = 3 };
 struct opts {
 	const char *dev;
 	int gid_index;
-	unsigned int qpn, id, n, size, secs;
+	unsigned int qpn, id, n, size, secs, rounds;
 	union ibv_gid dgid;
 	bool have_qpn, have_gid;
 };
@@ -67,7 +70,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: urxe_fanin recv [-d dev] [-g idx] [-n total] [-s size] [-t s]\n"
-		"       urxe_fanin send [-d dev] [-g idx] -q qpn -G gid -i id [-n count] [-s size] [-t s]\n");
+		"       urxe_fanin send [-d dev] [-g idx] -q qpn -G gid -i id [-n count] [-s size] [-t s] [-r rounds]\n");
 	return EXIT_SETUP;
 }
 
@@ -228,13 +231,14 @@ out:
 	return rc;
 }
 
-static int do_send(const struct opts *o)
+/* Messages @first .. @last - 1 from one device instance; *@done counts. */
+static int send_round(const struct opts *o, unsigned int first,
+		      unsigned int last, double end, unsigned int *done_all)
 {
 	struct ud u = { 0 };
 	struct ibv_ah *ah = NULL;
 	struct ibv_ah_attr aa = { 0 };
-	unsigned int posted = 0, done = 0, out = 0;
-	double end;
+	unsigned int posted = first, done = first, out = 0;
 	int rc = EXIT_SETUP;
 
 	if (ud_open(&u, o, SQ_DEPTH, 1, (size_t)o->size * SQ_DEPTH))
@@ -249,13 +253,12 @@ static int do_send(const struct opts *o)
 		perror("ibv_create_ah");
 		goto out;
 	}
-	end = now_s() + o->secs;
 	rc = EXIT_TIME;
-	while (done < o->n && now_s() < end) {
+	while (done < last && now_s() < end) {
 		struct ibv_wc wc[32];
 		int k, n;
 
-		while (posted < o->n && out < SQ_DEPTH) {
+		while (posted < last && out < SQ_DEPTH) {
 			uint8_t *m = u.buf + (size_t)(posted % SQ_DEPTH) * o->size;
 			struct ibv_sge sge = { .addr = (uintptr_t)m,
 					       .length = o->size,
@@ -293,19 +296,34 @@ static int do_send(const struct opts *o)
 			out--;
 		}
 	}
-	if (done == o->n)
+	if (done == last)
 		rc = 0;
 out:
 	if (ah)
 		ibv_destroy_ah(ah);
 	ud_close(&u);
-	printf("sent %u of %u\n%s\n", done, o->n, rc ? "FAIL" : "PASS");
+	*done_all += done - first;
+	return rc;
+}
+
+static int do_send(const struct opts *o)
+{
+	double end = now_s() + o->secs;
+	unsigned int r, done = 0;
+	int rc = 0;
+
+	for (r = 0; r < o->rounds && !rc; r++)
+		rc = send_round(o, (unsigned int)((uint64_t)o->n * r / o->rounds),
+				(unsigned int)((uint64_t)o->n * (r + 1) / o->rounds),
+				end, &done);
+	printf("sent %u of %u in %u rounds\n%s\n", done, o->n, r,
+	       rc ? "FAIL" : "PASS");
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .n = 1000, .size = 4096, .secs = 30 };
+	struct opts o = { .n = 1000, .size = 4096, .secs = 30, .rounds = 1 };
 	bool recv;
 	int c;
 
@@ -315,7 +333,7 @@ int main(int argc, char **argv)
 	if (!recv && strcmp(argv[1], "send"))
 		return usage();
 	optind = 2;
-	while ((c = getopt(argc, argv, "d:g:n:s:t:q:G:i:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:n:s:t:q:G:i:r:")) != -1) {
 		switch (c) {
 		case 'd':
 			o.dev = optarg;
@@ -344,12 +362,16 @@ int main(int argc, char **argv)
 		case 'i':
 			o.id = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'r':
+			o.rounds = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
 		default:
 			return usage();
 		}
 	}
 	if (o.size < 8 || o.size > 4096 || !o.n || o.n > MAX_TOTAL ||
-	    o.id >= MAX_SENDERS || (!recv && (!o.have_qpn || !o.have_gid)))
+	    o.id >= MAX_SENDERS || !o.rounds || o.rounds > o.n ||
+	    (!recv && (!o.have_qpn || !o.have_gid)))
 		return usage();
 	return recv ? do_recv(&o) : do_send(&o);
 }

@@ -842,8 +842,10 @@ START_TEST(wildcard_v4_v6)
 END_TEST
 
 /*
- * Connected transmit sockets (conf.connect): the pool socket connects to
- * the first destination; each datagram's last four bytes (its ICRC) come
+ * Connected transmit sockets (conf.connect): a new pool socket sends
+ * unconnected (ID 0, the ICRC as given) until CONN_QUIET_NS (2 ms) after
+ * it was bound, so that a receiver sees the silence a jump to a new ID
+ * counter needs; then it connects to the destination; each datagram's last four bytes (its ICRC) come
  * out XORed with id_delta(len, wire ID ^ i) for segment i; the IDs follow
  * the socket's counter, one per datagram (segment i of a GSO one: + i), as
  * a packet socket on lo sees them where it may watch; the caller's bytes
@@ -903,6 +905,27 @@ START_TEST(connected_ids)
 
 	open_pair(&c, 500, &ca, ga, &cb, gb);
 	cap = capture_open((int)if_nametoindex("lo"));
+	/* At once: unconnected, and the ICRC stays as it was made (ID 0). */
+	{
+		static uint8_t first[100], first_orig[100];
+		struct iovec fiov = { first, sizeof(first) };
+		struct urxe_udp_out fo = { .dst = gb, .src = ga, .sport = 1,
+					   .iov = &fiov, .niov = 1 };
+
+		fill(first, sizeof(first), 0x7100u);
+		memcpy(first_orig, first, sizeof(first));
+		ck_assert_int_eq(urxe_udp_send(ca, &fo, 1, &used[0]), 1);
+		ck_assert_uint_eq(used[0], URXE_UDP_SPORT_BASE + 1);
+		fd = pool_fd(ca, URXE_UDP_SPORT_BASE + 1);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_ne(getpeername(fd, (struct sockaddr *)&peer,
+					     &alen), 0);
+		ck_assert_int_eq(errno, ENOTCONN);
+		ck_assert_int_eq(recv_wait(cb, 1, 2000), 1);
+		ck_assert_uint_eq(rx[0].len, sizeof(first));
+		ck_assert_mem_eq(rx[0].buf, first_orig, sizeof(first));
+		usleep(3000);		/* CONN_QUIET_NS and some */
+	}
 	for (i = 0; i < 8; i++) {
 		fill(pkt[i], len[i], 0x7000u + (uint32_t)i);
 		memcpy(orig[i], pkt[i], len[i]);

@@ -348,6 +348,22 @@ START_TEST(icrc_rx_connected_counters)
 	/* Where it is: taken. */
 	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] + 50), 3);
 	ck_assert(urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
+	/*
+	 * A new instance on the port: unconnected at first (ID 0), taken, and
+	 * the flow's record stays; its socket then connects, 2 ms after the
+	 * flow's last counted ID (but not after the ID 0): a jump, taken.
+	 */
+	meta.now_ns += 1500000;
+	make_pkt(pkt, sizeof(pkt), sport[0], 0, 4);
+	ck_assert(urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
+	meta.now_ns += 600000;
+	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] + 30000), 5);
+	ck_assert(urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
+	/* ... and followed from there; a jump with no silence is refused. */
+	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] + 30001), 6);
+	ck_assert(urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
+	make_pkt(pkt, sizeof(pkt), sport[0], (uint16_t)(base[0] + 10), 7);
+	ck_assert(!urxe_icrc_check_rx(pkt, sizeof(pkt), &meta, &ids));
 
 	for (i = 1; i < 65536; i += 97) {
 		d = 0;
