@@ -14,6 +14,12 @@
 #   ib_send_bw, ib_write_bw, ib_read_lat and ib_send_bw -c UD with -R,
 #     ib_write_bw -z;
 #   qperf -cm1 rc_bw rc_lat;
+#   fio's rdma engine, 16 MiB of 64 KiB blocks with each verb (write,
+#     read, send): both jobs exit 0 with err=0, the client's bandwidth
+#     line shows every byte moved (the receiver posts a receive for every
+#     block: fio's client asks for no RNR retries, so a receiver that a
+#     loaded machine does not run in time would end a SEND run, on any
+#     device);
 #   the first REQ and REP lost (URXE_FAULTS): sent again, connected;
 #   nobody listening: rping's client gets RDMA_CM_EVENT_REJECTED with IB
 #     reason 8 (invalid service ID) at once, as from a kernel host.
@@ -292,6 +298,26 @@ if command -v qperf >/dev/null; then
 	fi
 else
 	note "qperf not installed: its run skipped"
+fi
+
+# --- fio's rdma engine --------------------------------------------------------
+if command -v fio >/dev/null && fio --enghelp=rdma >/dev/null 2>&1; then
+	for verb in write read send; do
+		next_port P
+		if pair "fio rdma verb=$verb" "fio_$verb" "$P" $PS_TCP \
+			fio --name=receiver --ioengine=rdma --port="$P" --bs=64k \
+			--size=16m --rw=read --iodepth=256 -- \
+			fio --name=sender --ioengine=rdma --hostname=127.0.0.1 \
+			--port="$P" --verb="$verb" --bs=64k --size=16m --rw=write \
+			--iodepth=1 --iodepth_batch_complete=1; then
+			expect_match "fio rdma verb=$verb: the sender reports no error" \
+				"fio_$verb.cli" 'err= 0:'
+			expect_match "fio rdma verb=$verb: the sender moved 16 MiB" \
+				"fio_$verb.cli" 'WRITE: .*io=16.0MiB'
+		fi
+	done
+else
+	note "fio or its rdma engine not installed: its runs skipped"
 fi
 
 # --- (b) two network namespaces over a veth pair, IPv4 and IPv6 ---------------

@@ -23,6 +23,12 @@
  * holds exactly the pseudo-header sum, as Linux leaves it for the device,
  * is accepted too.
  *
+ * A packet to QP1 (the GSI: RDMA CM's MADs) must be a UD SEND_ONLY with
+ * P_Key 0xFFFF, the GSI's Q_Key 0x80010000 and one 256-byte MAD of
+ * base version 1; a CM MAD (class 0x07) must be of class version 2, a
+ * Send with status 0, and decode as a CM message urxe knows (REQ ...
+ * SIDR_REP, LAP, APR: rdmacm/mad.c).
+ *
  * usage: urxe-validate [-v] [-l] [-o] FILE...   exit 0 when every frame is valid
  */
 #include <arpa/inet.h>
@@ -33,6 +39,7 @@
 
 #include <urxe/engine.h>
 
+#include "../../rdmacm/mad.h"
 #include "hdr.h"
 #include "icrc.h"
 #include "opcode.h"
@@ -184,6 +191,41 @@ static int check_psn(struct stats *st, unsigned long n, const uint8_t *src,
 	return 0;
 }
 
+#define GSI_QKEY 0x80010000u
+
+/* A packet to QP1: one MAD, and a CM MAD that urxe's RDMA CM can read. */
+static int check_gsi(struct stats *st, unsigned long n,
+		     const struct urxe_bth *bth, const struct urxe_opinfo *oi,
+		     const uint8_t *roce, uint32_t paylen)
+{
+	const uint8_t *mad = roce + oi->hdr_len;
+	struct urxe_cm_msg m;
+
+	if (bth->opcode != 0x64)	/* UD SEND_ONLY */
+		return fail(st, n, "QP1 packet not a UD SEND_ONLY");
+	if (bth->pkey != 0xffff)
+		return fail(st, n, "QP1 packet's P_Key is not 0xFFFF");
+	if (urxe_get32(roce + oi->off[URXE_HDR_DETH]) != GSI_QKEY)
+		return fail(st, n, "QP1 packet's Q_Key is not 0x80010000");
+	if (paylen != URXE_MAD_LEN)
+		return fail(st, n, "QP1 payload is not one 256-byte MAD");
+	if (mad[0] != 1)
+		return fail(st, n, "MAD base version is not 1");
+	if (mad[1] != URXE_CM_MGMT_CLASS)
+		return 0;		/* another class: not ours to judge */
+	if (mad[2] != URXE_CM_CLASS_VERSION)
+		return fail(st, n, "CM MAD class version is not 2");
+	if (mad[3] != 0x03)
+		return fail(st, n, "CM MAD method is not Send");
+	if (mad[4] || mad[5])
+		return fail(st, n, "CM MAD status is not 0");
+	if (urxe_cm_decode(mad, paylen, &m))
+		return fail(st, n, "CM MAD of an unknown attribute");
+	if (verbose)
+		printf("%lu: CM %s\n", n, urxe_cm_attr_name(m.attr));
+	return 0;
+}
+
 /* Checks one RoCE packet (BTH .. ICRC) inside its IP/UDP frame. */
 static int check_roce(struct stats *st, unsigned long n, bool v6,
 		      const uint8_t *ip, uint32_t ip_len, const uint8_t *roce,
@@ -239,6 +281,8 @@ static int check_roce(struct stats *st, unsigned long n, bool v6,
 	if (verbose)
 		printf("%lu: %s qpn 0x%06x psn %u len %u\n", n, oi->name, bth.dqpn,
 		       bth.psn, paylen);
+	if (bth.dqpn == 1 && check_gsi(st, n, &bth, oi, roce, paylen))
+		return -1;
 	return check_psn(st, n, src, dst, &bth, oi, roce);
 }
 
