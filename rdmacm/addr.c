@@ -285,14 +285,15 @@ static int dev_for_addr(const struct sockaddr *sa, struct cm_dev **out,
 		return 0;
 	if (cm_addr_loopback(sa)) {
 		/*
-		 * A loopback address binds the lo device; without one, the
-		 * first device, as Linux binds one to any active port
-		 * (libfabric's verbs provider binds 127.0.0.1 so).
+		 * A loopback address binds the device on lo.  Without one it
+		 * binds no device, as Linux does (no RDMA device has a
+		 * loopback GID there): libfabric's verbs provider binds
+		 * "localhost" and, finding no device on the id, takes the
+		 * devices' own addresses instead.  Bound to the first device,
+		 * its passive endpoint was named 127.0.0.1 to remote peers.
 		 */
 		*out = lo_dev();
-		if (!*out && cm.ndev)
-			*out = &cm.dev[0];
-		return *out ? 0 : -ENODEV;
+		return 0;
 	}
 	return -ENODEV;
 }

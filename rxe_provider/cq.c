@@ -68,12 +68,20 @@ int urxe_cq_create(struct urxe_dev *dev, struct ibv_context *ctx, int cqe,
 	struct urxe_cq *cq;
 	int rc;
 
-	if (!ctx || check_cqe(cqe))
+	if (!ctx || check_cqe(cqe)) {
+		urxe_dbg("create_cq: %d entries (1 .. %d): EINVAL", cqe,
+			 URXE_MAX_CQE);
 		return -EINVAL;
-	if (comp_vector < 0 || comp_vector >= ctx->num_comp_vectors)
+	}
+	if (comp_vector < 0 || comp_vector >= ctx->num_comp_vectors) {
+		urxe_dbg("create_cq: completion vector %d (0 .. %d): EINVAL",
+			 comp_vector, ctx->num_comp_vectors - 1);
 		return -EINVAL;
-	if (ibch && ibch->context != ctx)
+	}
+	if (ibch && ibch->context != ctx) {
+		urxe_dbg("create_cq: the completion channel is another context's: EINVAL");
 		return -EINVAL;
+	}
 	if (dev->dead)
 		return -EIO;
 	cq = calloc(1, sizeof(*cq));

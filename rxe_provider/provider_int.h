@@ -17,7 +17,7 @@
 #define URXE_MAX_SGE 32
 #define URXE_MAX_INLINE 256	/* bytes of IBV_SEND_INLINE data per WR */
 #define URXE_MAX_CQ 16384
-#define URXE_MAX_CQE 32767
+#define URXE_MAX_CQE 4194303	/* 2^22 - 1, as mlx5: libfabric's rxm asks 262,144 */
 #define URXE_MAX_MR 262144
 #define URXE_MAX_PD 65536
 #define URXE_MAX_RD_ATOM 128

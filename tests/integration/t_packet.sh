@@ -382,10 +382,17 @@ if command -v strace >/dev/null; then
 		note "sc: $side made $calls system calls for $pkts data packets: $ratio per packet"
 		head -n 8 "$WORK/tmp/sc.$side" | sed 's/^/#       /'
 	done
+	# A poller that finds its CQ empty 16 times in a row yields the CPU
+	# once (sched_yield): waiting, not the data path, and as many as the
+	# scheduling of the moment makes it (the sending process under ASan:
+	# 50,084 in one CI run, too few to show in the run before).  Counted
+	# apart.
 	for side in srv:receiving cli:sending; do
 		calls=$(awk '$NF == "total" { print $4 }' "$WORK/tmp/sc.${side%%:*}")
-		check "sc: the ${side#*:} process makes fewer than 0.1 system calls per packet (${calls:-?} for $pkts)" \
-			test "$((${calls:-$pkts} * 10))" -lt "$pkts"
+		yields=$(awk '$NF == "sched_yield" { print $4 }' "$WORK/tmp/sc.${side%%:*}")
+		calls=$(( ${calls:-$pkts} - ${yields:-0} ))
+		check "sc: the ${side#*:} process makes fewer than 0.1 system calls per packet ($calls for $pkts, and ${yields:-0} idle yields)" \
+			test "$((calls * 10))" -lt "$pkts"
 	done
 else
 	note "no strace: system calls per packet not measured"

@@ -24,7 +24,8 @@
 #   nobody listening: rping's client gets RDMA_CM_EVENT_REJECTED with IB
 #     reason 8 (invalid service ID) at once, as from a kernel host.
 # Then (root) across two network namespaces on a veth pair, IPv4 and IPv6:
-# rping, ucmatose, udaddy, mckey and perftest -R, and an IPv6 request to
+# rping, ucmatose, udaddy, mckey and perftest -R, libfabric's
+# fi_pingpong -e msg and -e rdm (verbs;ofi_rxm), and an IPv6 request to
 # an IPv4 listener (UNREACHABLE, status 1).
 # Every run must exit 0 (servers that never exit are stopped by pid once
 # their clients are done) and print what shows the work was done.
@@ -357,6 +358,41 @@ for ip in 198.18.0.1 2001:db8::1; do
 	pair "ns $ip: udaddy (SIDR)" "n_ud_$ip" 7174 $PS_UDP \
 		udaddy -b "$ip" -- udaddy -s "$ip" || true
 done
+# libfabric's verbs provider, which takes the RDMA CM for its connected
+# endpoints: fi_pingpong -e msg (FI_EP_MSG) and -e rdm over
+# verbs;ofi_rxm, 100 round trips of 4 KiB.  (On lo libfabric offers no
+# MSG endpoint: it skips devices on loopback interfaces.)
+if command -v fi_pingpong >/dev/null; then
+	for ep in msg rdm; do
+		prov=verbs
+		[ "$ep" = rdm ] && prov="verbs;ofi_rxm"
+		next_port P
+		desc="ns: libfabric fi_pingpong -p '$prov' -e $ep"
+		if serve "n_fi_$ep.srv" "$P" "${SRUN[@]}" fi_pingpong -p "$prov" \
+			-e "$ep" -B "$P" -I 100 -S 4096; then
+			spid=$BG_PID
+			capture "n_fi_$ep.cli" "${CRUN[@]}" fi_pingpong -p "$prov" \
+				-e "$ep" -P "$P" -I 100 -S 4096 198.18.0.1
+			crc=$RC
+			reap "$spid"
+			if [ "$RC" -eq 0 ] && [ "$crc" -eq 0 ]; then
+				pass "$desc: server and client exit 0"
+			else
+				fail "$desc: server exit $RC, client exit $crc"
+				show "n_fi_$ep.srv" "$RC"
+				show "n_fi_$ep.cli" "$crc"
+			fi
+			expect_match "$desc: 100 round trips of 4 KiB" "n_fi_$ep.cli" \
+				'^4k +100 +=100 '
+		else
+			reap "$BG_PID"
+			fail "$desc: the server never listened on TCP $P"
+			show "n_fi_$ep.srv"
+		fi
+	done
+else
+	note "fi_pingpong (libfabric-bin) not installed: its runs skipped"
+fi
 # An IPv4 listener does not take an IPv6 request (as Linux): SIDR_REP
 # status 1, UNREACHABLE.
 if cm_serve n_ud46.srv 7174 $PS_UDP udaddy -b 198.18.0.1; then

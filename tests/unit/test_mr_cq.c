@@ -36,7 +36,7 @@
 #include "testutil.h"
 #include "verbs_util.h"
 
-#define MAX_CQE 32767		/* rxe_provider/provider_int.h */
+#define MAX_CQE 4194303		/* rxe_provider/provider_int.h */
 
 static struct tu_sandbox sb;
 static struct ibv_context *ctx;
