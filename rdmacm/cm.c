@@ -661,7 +661,7 @@ CM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 		return cm_err(EINVAL);
 	cid = to_cid(id);
 	if (level != RDMA_OPTION_ID)
-		return cm_err(level == RDMA_OPTION_IB ? ENOSYS : ENOSYS);
+		return cm_err(ENOSYS);	/* RDMA_OPTION_IB (paths) too */
 	pthread_mutex_lock(&cm.lock);
 	switch (optname) {
 	case RDMA_OPTION_ID_TOS:

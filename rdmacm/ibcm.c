@@ -381,6 +381,24 @@ static uint64_t service_id(struct cm_id *cid)
 	       cm_port_of(&cid->id.route.addr.dst_addr);
 }
 
+/* The service ID a SIDR_REP answers for: the listener's port. */
+static uint64_t local_service_id(struct cm_id *cid)
+{
+	return (uint64_t)cid->id.ps << 16 |
+	       cm_port_of(&cid->id.route.addr.src_addr);
+}
+
+/* A message of @attr for @cid's connection: its transaction and IDs. */
+static void msg_init(struct urxe_cm_msg *m, const struct cm_id *cid,
+		     uint16_t attr)
+{
+	memset(m, 0, sizeof(*m));
+	m->attr = attr;
+	m->tid = cid->tid;
+	m->local_id = cid->local_id;
+	m->remote_id = cid->remote_id;
+}
+
 static void path_to_msg(struct cm_id *cid, struct urxe_cm_msg *m)
 {
 	const struct ibv_sa_path_rec *p = &cid->path;
@@ -526,10 +544,7 @@ int cm_send_rep(struct cm_id *cid, const struct rdma_conn_param *p)
 	struct urxe_cm_msg m;
 	int rc;
 
-	memset(&m, 0, sizeof(m));
-	m.tid = cid->tid;
-	m.local_id = cid->local_id;
-	m.remote_id = cid->remote_id;
+	msg_init(&m, cid, URXE_CM_REP);
 	if (!cid->id.qp && p)
 		cid->qpn = p->qp_num;
 	if (cid->id.qp_type == IBV_QPT_UD) {
@@ -539,8 +554,7 @@ int cm_send_rep(struct cm_id *cid, const struct rdma_conn_param *p)
 		m.sidr_status = SIDR_SUCCESS;
 		m.local_qpn = our_qpn(cid);
 		m.local_qkey = CM_QKEY_UDP;
-		m.service_id = (uint64_t)cid->id.ps << 16 |
-			       cm_port_of(&cid->id.route.addr.src_addr);
+		m.service_id = local_service_id(cid);
 		set_priv(&m, p ? p->private_data : NULL,
 			 p ? p->private_data_len : 0, 0);
 		rc = cm_send(cid, &m, false);
@@ -548,7 +562,6 @@ int cm_send_rep(struct cm_id *cid, const struct rdma_conn_param *p)
 			cid->cm = CM_IDLE;
 		return rc;
 	}
-	m.attr = URXE_CM_REP;
 	m.local_qpn = our_qpn(cid);
 	if (cid->id.qp_type == IBV_QPT_XRC_RECV && cid->id.srq)
 		ibv_get_srq_num(cid->id.srq, &m.local_eecn);
@@ -577,11 +590,7 @@ int cm_send_rtu(struct cm_id *cid)
 	struct urxe_cm_msg m;
 	int rc;
 
-	memset(&m, 0, sizeof(m));
-	m.attr = URXE_CM_RTU;
-	m.tid = cid->tid;
-	m.local_id = cid->local_id;
-	m.remote_id = cid->remote_id;
+	msg_init(&m, cid, URXE_CM_RTU);
 	rc = cm_send(cid, &m, false);
 	cid->cm = CM_ESTABLISHED;
 	cid->established = true;
@@ -594,24 +603,19 @@ int cm_send_rej(struct cm_id *cid, uint16_t reason, const void *priv,
 	struct urxe_cm_msg m;
 	int rc;
 
-	memset(&m, 0, sizeof(m));
 	if (cid->cm == CM_SIDR_REQ_RCVD) {
-		m.attr = URXE_CM_SIDR_REP;
-		m.tid = cid->tid;
-		m.local_id = cid->remote_id;
+		msg_init(&m, cid, URXE_CM_SIDR_REP);
+		m.local_id = cid->remote_id;	/* the request ID */
+		m.remote_id = 0;
 		m.sidr_status = SIDR_REJECT;
-		m.service_id = (uint64_t)cid->id.ps << 16 |
-			       cm_port_of(&cid->id.route.addr.src_addr);
+		m.service_id = local_service_id(cid);
 		set_priv(&m, priv, len > URXE_CM_SIDR_REP_PRIV ?
 				   URXE_CM_SIDR_REP_PRIV : len, 0);
 		rc = cm_send(cid, &m, false);
 		cid->cm = CM_IDLE;
 		return rc;
 	}
-	m.attr = URXE_CM_REJ;
-	m.tid = cid->tid;
-	m.local_id = cid->local_id;
-	m.remote_id = cid->remote_id;
+	msg_init(&m, cid, URXE_CM_REJ);
 	switch (cid->cm) {
 	case CM_REQ_RCVD:
 		m.msg_rejected = 0;	/* the REQ */
@@ -642,12 +646,8 @@ int cm_send_dreq(struct cm_id *cid)
 	struct urxe_cm_msg m;
 	int rc;
 
-	memset(&m, 0, sizeof(m));
-	m.attr = URXE_CM_DREQ;
 	cid->tid = (uint64_t)cm.tid_hi << 32 | new_local_id();
-	m.tid = cid->tid;
-	m.local_id = cid->local_id;
-	m.remote_id = cid->remote_id;
+	msg_init(&m, cid, URXE_CM_DREQ);
 	m.local_qpn = cid->remote_qpn;
 	rc = cm_send(cid, &m, true);
 	if (rc)
@@ -671,11 +671,7 @@ int cm_send_drep(struct cm_id *cid)
 	struct urxe_cm_msg m;
 	int rc;
 
-	memset(&m, 0, sizeof(m));
-	m.attr = URXE_CM_DREP;
-	m.tid = cid->tid;
-	m.local_id = cid->local_id;
-	m.remote_id = cid->remote_id;
+	msg_init(&m, cid, URXE_CM_DREP);
 	rc = cm_send(cid, &m, false);
 	enter_timewait(cid);
 	return rc;
