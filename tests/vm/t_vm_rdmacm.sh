@@ -112,7 +112,17 @@ attrs() {
 		-e infiniband.mad.attributeid 2>/dev/null | sort -u | tr '\n' ' '
 }
 
-# rc_is NAME: the exit status host_cm.sh noted for NAME is 0.
+# carried_rej_sidr NAME: the capture holds a REJ, a SIDR_REQ and a SIDR_REP.
+carried_rej_sidr() {
+	local a id
+	a=$(attrs "$1")
+	for id in 0x0012 0x0017 0x0018; do
+		check "$1: the tap carried attribute $id (REJ, SIDR_REQ, SIDR_REP; saw $a)" \
+			grep -q -- "$id" <<<"$a"
+	done
+}
+
+# rc_is0 NAME: the exit status host_cm.sh noted for NAME is 0.
 rc_is0() {
 	test "$(cat "$WORK/out/$1.rc" 2>/dev/null)" = 0
 }
@@ -152,11 +162,7 @@ expect_match "cm3: urxe's ucmatose moved its 10 messages" cm_ucmatose \
 	'data transfers complete'
 expect_match "cm3: urxe's udaddy moved its messages" cm_udaddy \
 	'data transfers complete'
-a=$(attrs cm3)
-for id in 0x0012 0x0017 0x0018; do
-	check "cm3: the tap carried attribute $id (REJ, SIDR_REQ, SIDR_REP; saw $a)" \
-		grep -q -- "$id" <<<"$a"
-done
+carried_rej_sidr cm3
 
 validate cm3
 
@@ -183,11 +189,7 @@ expect_match "cm4: urxe's udaddy server moved its messages" cm_s_udaddy \
 	'data transfers complete'
 expect_match "cm4: urxe's ib_write_bw -R server printed its result" cm_s_write_bw \
 	'^ *65536 +200 '
-a=$(attrs cm4)
-for id in 0x0012 0x0017 0x0018; do
-	check "cm4: the tap carried attribute $id (REJ, SIDR_REQ, SIDR_REP; saw $a)" \
-		grep -q -- "$id" <<<"$a"
-done
+carried_rej_sidr cm4
 validate cm4
 
 finish
