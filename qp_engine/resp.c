@@ -208,14 +208,28 @@ static uint32_t recv_pd(const struct urxe_eqp *qp)
 	return qp->srq ? qp->srq->pd : qp->pd;
 }
 
-static void complete_recv(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
-			  enum ibv_wc_status status, enum ibv_wc_opcode op,
-			  uint32_t len, const struct urxe_bth *bth,
-			  const struct urxe_opinfo *oi, const uint8_t *pkt)
+/*
+ * What a RoCE UD receive reports in wc.sl: the network header type of the
+ * packet, as mlx5 reports it (2 for IPv4, 1 for IPv6), since RoCEv2 carries
+ * no service level.  Consumers read it to know where the destination
+ * address sits in the 40 bytes in front of the data: UCX's UD transport
+ * drops every datagram whose address it cannot find there.
+ */
+enum {
+	UD_L3_IPV6 = 1,
+	UD_L3_IPV4 = 2,
+};
+
+static void complete_recv_sl(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
+			     enum ibv_wc_status status, enum ibv_wc_opcode op,
+			     uint32_t len, const struct urxe_bth *bth,
+			     const struct urxe_opinfo *oi, const uint8_t *pkt,
+			     uint8_t sl)
 {
 	struct ibv_wc wc;
 
 	memset(&wc, 0, sizeof(wc));
+	wc.sl = sl;
 	wc.wr_id = rwqe->wr_id;
 	wc.status = status;
 	wc.opcode = op;
@@ -234,6 +248,14 @@ static void complete_recv(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
 	}
 	rq_pop(qp);
 	push_recv_cqe(qp, &wc, bth && bth->se);
+}
+
+static void complete_recv(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
+			  enum ibv_wc_status status, enum ibv_wc_opcode op,
+			  uint32_t len, const struct urxe_bth *bth,
+			  const struct urxe_opinfo *oi, const uint8_t *pkt)
+{
+	complete_recv_sl(qp, rwqe, status, op, len, bth, oi, pkt, 0);
 }
 
 /* ---- XRC targets (IBA annex A14) ---- */
@@ -622,10 +644,11 @@ static bool uc_sequence(struct urxe_eqp *qp, const struct urxe_bth *bth,
 /*
  * The 40 bytes in front of every UD receive: for IPv4, 20 zero bytes and
  * the IPv4 header (with a valid checksum: applications check it); for
- * IPv6, the IPv6 header.  Built from what the socket told us.
+ * IPv6, the IPv6 header.  Built from what the socket told us; returns the
+ * network header type wc.sl reports.
  */
-static void ud_grh(uint8_t *grh, const struct urxe_rx_meta *meta,
-		   uint32_t paylen)
+static uint8_t ud_grh(uint8_t *grh, const struct urxe_rx_meta *meta,
+		      uint32_t paylen)
 {
 	static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 	uint32_t roce = URXE_BTH_LEN + URXE_DETH_LEN + paylen + URXE_ICRC_LEN;
@@ -649,7 +672,7 @@ static void ud_grh(uint8_t *grh, const struct urxe_rx_meta *meta,
 		while (sum >> 16)
 			sum = (sum & 0xffff) + (sum >> 16);
 		urxe_put16(ip + 10, (uint16_t)~sum);
-		return;
+		return UD_L3_IPV4;
 	}
 	urxe_put32(grh, 6u << 28 | (uint32_t)meta->tos << 20);
 	urxe_put16(grh + 4, (uint16_t)(8 + roce));
@@ -657,13 +680,14 @@ static void ud_grh(uint8_t *grh, const struct urxe_rx_meta *meta,
 	grh[7] = meta->ttl;
 	memcpy(grh + 8, meta->sgid.raw, 16);
 	memcpy(grh + 24, meta->dgid.raw, 16);
+	return UD_L3_IPV6;
 }
 
 static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		     const struct urxe_opinfo *oi, const uint8_t *pkt,
 		     uint32_t paylen, const struct urxe_rx_meta *meta)
 {
-	uint8_t grh[40];
+	uint8_t grh[40], l3;
 	struct urxe_recv_wqe *rwqe;
 	uint32_t qkey = urxe_get32(pkt + oi->off[URXE_HDR_DETH]);
 
@@ -677,7 +701,7 @@ static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			      NULL, NULL);
 		return;
 	}
-	ud_grh(grh, meta, paylen);
+	l3 = ud_grh(grh, meta, paylen);
 	if (urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge, 0,
 			     grh, sizeof(grh)) ||
 	    urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge,
@@ -686,8 +710,8 @@ static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			      NULL, NULL);
 		return;
 	}
-	complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV,
-		      paylen + (uint32_t)sizeof(grh), bth, oi, pkt);
+	complete_recv_sl(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV,
+			 paylen + (uint32_t)sizeof(grh), bth, oi, pkt, l3);
 }
 
 /*

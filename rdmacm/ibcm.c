@@ -1087,6 +1087,7 @@ static void on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 		return;
 	}
 	e->owner = l;
+	e->ev.listen_id = &l->id;	/* UCX finds its listener there */
 	memcpy(e->priv, m->priv + URXE_CMA_HDR_LEN,
 	       URXE_CM_REQ_PRIV - URXE_CMA_HDR_LEN);
 	e->ev.param.conn.private_data = e->priv;
@@ -1149,6 +1150,7 @@ static void on_sidr_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 		return;
 	}
 	e->owner = l;
+	e->ev.listen_id = &l->id;	/* UCX finds its listener there */
 	memcpy(e->priv, m->priv + URXE_CMA_HDR_LEN,
 	       URXE_CM_SIDR_REQ_PRIV - URXE_CMA_HDR_LEN);
 	e->ev.param.ud.private_data = e->priv;

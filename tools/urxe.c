@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ static const char usage[] =
 	"       urxe dev add NAME netdev IF [backend udp|packet]\n"
 	"       urxe dev del NAME\n"
 	"       urxe stats [--qp] [--all] [NAME]\n"
-	"       urxe run [--] PROGRAM [ARGS...]\n"
+	"       urxe run [--dev-node] [--] PROGRAM [ARGS...]\n"
 	"       urxe --help\n"
 	"\n"
 	"Devices come from URXE_DEVICES, else the file URXE_CONFIG names, else\n"
@@ -37,7 +38,9 @@ static const char usage[] =
 	"URXE_CONFIG or the user's file.  `stats` sums the counters of the device\n"
 	"instances open on this host per device (--qp: per instance and QP too;\n"
 	"--all: exited instances as well).  `run` starts PROGRAM with this build's\n"
-	"libibverbs.so.1 first on LD_LIBRARY_PATH.\n";
+	"libibverbs.so.1 first on LD_LIBRARY_PATH (--dev-node: and with\n"
+	"/dev/infiniband/uverbsN nodes, which UCX looks for, in a user and mount\n"
+	"namespace of its own).\n";
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -205,6 +208,15 @@ static int cmd_dev_del(int argc, char **argv)
 	return 0;
 }
 
+/* How many devices the program will find: one uverbsN node each. */
+static unsigned int configured_devs(void)
+{
+	struct urxe_config cfg;
+
+	urxe_config_load(&cfg);
+	return cfg.ndevs;
+}
+
 /* build/bin/urxe -> build/lib */
 static int lib_dir(char *buf, size_t len)
 {
@@ -224,12 +236,21 @@ static int cmd_run(int argc, char **argv)
 	char dir[PATH_MAX], lib[PATH_MAX + 32], *old, *val;
 	size_t n;
 
+	bool dev_node = false;
+
+	if (argc > 0 && !strcmp(argv[0], "--dev-node")) {
+		dev_node = true;
+		argc--;
+		argv++;
+	}
 	if (argc > 0 && !strcmp(argv[0], "--")) {
 		argc--;
 		argv++;
 	}
-	if (argc < 1)
-		return fail("%s", "usage: urxe run [--] PROGRAM [ARGS...]");
+	if (argc < 1) {
+		fputs("usage: urxe run [--dev-node] [--] PROGRAM [ARGS...]\n", stderr);
+		return 2;
+	}
 	if (lib_dir(dir, sizeof(dir)))
 		return fail("%s", "cannot locate this build's lib directory");
 	snprintf(lib, sizeof(lib), "%s/libibverbs.so.1", dir);
@@ -244,6 +265,8 @@ static int cmd_run(int argc, char **argv)
 	snprintf(val, n, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_LIBRARY_PATH", val, 1);
 	free(val);
+	if (dev_node && urxe_cli_devnode_enter(configured_devs()))
+		return 1;
 	execvp(argv[0], argv);
 	fprintf(stderr, "urxe: cannot run %s: %s\n", argv[0], strerror(errno));
 	return 127;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * mpi_pingpong: two ranks bounce messages of growing size (1 B .. 64 KiB)
- * back and forth, each checked byte for byte, then MPI_Finalize.  Each
+ * back and forth, each checked byte for byte, then sum a vector with
+ * MPI_Allreduce (each rank checks every element), then MPI_Finalize.  Each
  * rank prints the libibverbs.so.1 it has mapped (from /proc/self/maps),
  * so that t_mpi can tell whose verbs library the fabric used.  Built by
  * t_mpi with mpicc.  Exit 0 only if every message came back intact.
@@ -13,6 +14,22 @@
 
 #define ROUNDS 20
 #define MAX_LEN (64 * 1024)
+#define NSUM 4096
+
+/* MPI_Allreduce over both ranks: element i sums (r + 1) * i + r. */
+static int allreduce_check(int rank)
+{
+	static long in[NSUM], out[NSUM];
+	int i, bad = 0;
+
+	for (i = 0; i < NSUM; i++)
+		in[i] = (long)(rank + 1) * i + rank;
+	MPI_Allreduce(in, out, NSUM, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+	for (i = 0; i < NSUM; i++)
+		bad += out[i] != 3L * i + 1;
+	printf("rank %d allreduce: %d longs, %d wrong\n", rank, NSUM, bad);
+	return bad;
+}
 
 static void print_verbs_lib(int rank)
 {
@@ -76,6 +93,7 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("pingpong: %d rounds of 1..%d bytes, %d bad bytes\n",
 		       ROUNDS, MAX_LEN, bad);
+	bad += allreduce_check(rank);
 	fflush(stdout);
 	MPI_Finalize();
 	return bad ? 1 : 0;

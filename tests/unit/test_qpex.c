@@ -372,6 +372,7 @@ START_TEST(ud_send_imm)
 	ck_assert_uint_eq(w->byte_len, 40 + 9);
 	ck_assert_uint_eq(w->src_qp, u1->qp_num);
 	ck_assert(w->wc_flags & IBV_WC_GRH);
+	ck_assert_uint_eq(w->sl, 2);		/* ibv_wc_read_sl: IPv4 */
 	ck_assert(w->wc_flags & IBV_WC_WITH_IMM);
 	ck_assert_uint_eq(be32toh(w->imm_data), 0x55);
 	ck_assert_str_eq(buf + 40, "datagram");

@@ -4,7 +4,8 @@
  * the Q_Key check (a wrong Q_Key is dropped, the receive WQE stays; the
  * WR's high Q_Key bit means "the sending QP's own", IBA 10.2.5); the GRH
  * in front of every UD receive (20 zero bytes and a valid IPv4 header:
- * addresses, TTL, TOS, protocol, length, checksum), src_qp and IBV_WC_GRH;
+ * addresses, TTL, TOS, protocol, length, checksum), src_qp, IBV_WC_GRH and
+ * wc.sl naming the network header as mlx5 does (2 IPv4, 1 IPv6: UCX reads it);
  * message sizes up to the port MTU, and past it (C10-93.1.1: no packet,
  * no error — as kernel rxe; URXE_PCAP shows what was sent); a receive
  * buffer too short;
@@ -293,6 +294,7 @@ START_TEST(grh_ipv4)
 	ck_assert_uint_eq(wc.qp_num, u2->qp_num);
 	ck_assert(wc.wc_flags & IBV_WC_GRH);
 	ck_assert(!(wc.wc_flags & IBV_WC_WITH_IMM));
+	ck_assert_uint_eq(wc.sl, 2);		/* network header: IPv4, as mlx5 */
 	ck_assert_int_eq(memcmp(rbuf, zero, 20), 0);
 	ck_assert_uint_eq(ip[0], 0x45);		/* version 4, IHL 5 */
 	ck_assert_uint_eq(ip[1], 0x28);		/* TOS = traffic class */
@@ -668,6 +670,7 @@ static int v6_case(void)
 	CHK(rwc.wc_flags & IBV_WC_GRH);
 	CHK(rwc.src_qp == u1->qp_num);
 	CHK(rwc.byte_len == GRH_LEN + 100);
+	CHK(rwc.sl == 1);			/* network header: IPv6 */
 	g = (struct ibv_grh *)rbuf;
 	vtf = be32toh(g->version_tclass_flow);
 	CHK(vtf >> 28 == 6);
