@@ -44,7 +44,9 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 listening "$PORT" || { cat "$OUT/server"; failed "the server did not start"; }
-LIB=$(grep -o '/[^ ]*/libibverbs\.so[.0-9]*$' "/proc/$SERVER/maps" | head -n 1)
+# (The server is timeout's child.)
+PID=$(cat "/proc/$SERVER/task/$SERVER/children" 2>/dev/null || echo "$SERVER")
+LIB=$(grep -o '/[^ ]*/libibverbs\.so[.0-9]*$' "/proc/${PID%% *}/maps" | head -n 1)
 echo "verbs-smoke: the server maps ${LIB:-no libibverbs}"
 
 rc_cli=0
