@@ -238,7 +238,8 @@ static int join_up(char *buf, size_t len, const char *dir, const char *rel)
  * same name, while a build tree never has lib/urxe.  Returns 0, or
  * -ENOENT with @buf listing the directories looked in, or another
  * negative errno (-EACCES: not readable by this user) with @buf naming
- * the library found.
+ * the last library that could not be read (behind an unsearchable
+ * directory both candidates fail so: the build tree's is then named).
  */
 static int lib_dir(char *buf, size_t len)
 {
@@ -247,6 +248,7 @@ static int lib_dir(char *buf, size_t len)
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	const char *bin;
 	unsigned int i;
+	int rc = 0;
 
 	if (n < 0)
 		return -errno;
@@ -261,12 +263,13 @@ static int lib_dir(char *buf, size_t len)
 			return snprintf(buf, len, "%s", cand[i]) >= (int)len ?
 				-ENAMETOOLONG : 0;
 		if (errno != ENOENT && errno != ENOTDIR) {
+			rc = -errno;	/* another candidate may still do */
 			snprintf(buf, len, "%s", lib);
-			return -errno;
 		}
 	}
-	snprintf(buf, len, "%s and %s", cand[0], cand[1]);
-	return -ENOENT;
+	if (!rc)
+		snprintf(buf, len, "%s and %s", cand[0], cand[1]);
+	return rc ? rc : -ENOENT;
 }
 
 static int cmd_run(int argc, char **argv)
