@@ -217,26 +217,79 @@ static unsigned int configured_devs(void)
 	return cfg.ndevs;
 }
 
-/* build/bin/urxe -> build/lib */
-static int lib_dir(char *buf, size_t len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+#ifndef URXE_LIBDIR_FROM_BIN
+#define URXE_LIBDIR_FROM_BIN "../lib/urxe"
+#endif
 
-	if (n < 0)
-		return -errno;
-	exe[n] = '\0';
-	if ((size_t)snprintf(buf, len, "%s/../lib", dirname(exe)) >= len)
+/*
+ * @dir/@rel with the leading "../" of @rel taken off @dir: @dir is the
+ * kernel's name of the executable's directory (no symlinks, no dots), so
+ * this is the directory's real name, the one a message should show.
+ */
+static int join_up(char *buf, size_t len, const char *dir, const char *rel)
+{
+	char d[PATH_MAX];
+	char *slash;
+
+	snprintf(d, sizeof(d), "%s", dir);
+	while (!strncmp(rel, "../", 3) && (slash = strrchr(d, '/'))) {
+		*(slash == d ? slash + 1 : slash) = '\0';
+		rel += 3;
+	}
+	if ((size_t)snprintf(buf, len, "%s%s%s", d,
+			     d[strlen(d) - 1] == '/' ? "" : "/", rel) >= len)
 		return -ENAMETOOLONG;
 	return 0;
 }
 
+/*
+ * The directory holding the libibverbs.so.1 `urxe run` puts first: the
+ * installed private one (bin/URXE_LIBDIR_FROM_BIN, e.g. lib/urxe), else
+ * the build tree's (build/bin/urxe -> build/lib).  The private one is
+ * tried first: an installed bin/../lib may hold a system library of the
+ * same name, while a build tree never has lib/urxe.  Returns 0, or
+ * -ENOENT with @buf listing the directories looked in, or another
+ * negative errno (-EACCES: not readable by this user) with @buf naming
+ * the last library that could not be read (behind an unsearchable
+ * directory both candidates fail so: the build tree's is then named).
+ */
+static int lib_dir(char *buf, size_t len)
+{
+	static const char *const rel[] = { URXE_LIBDIR_FROM_BIN, "../lib" };
+	char exe[PATH_MAX], cand[2][PATH_MAX], lib[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *bin;
+	unsigned int i;
+	int rc = 0;
+
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	bin = dirname(exe);
+	for (i = 0; i < 2; i++) {
+		if (join_up(cand[i], sizeof(cand[i]), bin, rel[i]) ||
+		    (size_t)snprintf(lib, sizeof(lib), "%s/libibverbs.so.1",
+				     cand[i]) >= sizeof(lib))
+			return -ENAMETOOLONG;
+		if (!access(lib, R_OK))
+			return snprintf(buf, len, "%s", cand[i]) >= (int)len ?
+				-ENAMETOOLONG : 0;
+		if (errno != ENOENT && errno != ENOTDIR) {
+			rc = -errno;	/* another candidate may still do */
+			snprintf(buf, len, "%s", lib);
+		}
+	}
+	if (!rc)
+		snprintf(buf, len, "%s and %s", cand[0], cand[1]);
+	return rc ? rc : -ENOENT;
+}
+
 static int cmd_run(int argc, char **argv)
 {
-	char dir[PATH_MAX], lib[PATH_MAX + 32], *old, *val;
-	size_t n;
-
+	char dir[2 * PATH_MAX + 8], *old, *val;
 	bool dev_node = false;
+	size_t n;
+	int rc;
 
 	if (argc > 0 && !strcmp(argv[0], "--dev-node")) {
 		dev_node = true;
@@ -251,12 +304,15 @@ static int cmd_run(int argc, char **argv)
 		fputs("usage: urxe run [--dev-node] [--] PROGRAM [ARGS...]\n", stderr);
 		return 2;
 	}
-	if (lib_dir(dir, sizeof(dir)))
-		return fail("%s", "cannot locate this build's lib directory");
-	snprintf(lib, sizeof(lib), "%s/libibverbs.so.1", dir);
-	if (access(lib, R_OK))
-		return fail("%s is not readable by this user; the program would load the system libibverbs instead (make the build directory readable)",
-			    lib);
+	rc = lib_dir(dir, sizeof(dir));
+	if (rc == -ENOENT)
+		return fail("no libibverbs.so.1 beside this urxe: looked in %s; reinstall urxe, or build it (a copied urxe binary needs the libraries too)",
+			    dir);
+	if (rc == -EACCES)
+		return fail("%s is not readable by this user; the program would load the system libibverbs instead (make the build or install directory readable)",
+			    dir);
+	if (rc)
+		return fail("cannot locate urxe's libibverbs.so.1: %s", strerror(-rc));
 	old = getenv("LD_LIBRARY_PATH");
 	n = strlen(dir) + (old ? strlen(old) : 0) + 2;
 	val = malloc(n);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# demo.sh [BUILD_DIR]: the README's demonstration.  Unmodified Debian verbs
+# demo.sh [BUILD_DIR | PREFIX]: the README's demonstration.  Unmodified Debian verbs
 # programs find the software RoCE device rxe0 through `urxe run`, with no
 # kernel module and no set-up, and talk RDMA to each other:
 #   1. two processes exchange RC SENDs over rxe0 on loopback: Debian's
@@ -11,12 +11,16 @@
 #   2. device discovery beside a running program: ibv_asyncwatch holds a
 #      context on rxe0 while ibv_devinfo -v and ibv_devices run at the same
 #      time, and `urxe dev show` reports the instances open meanwhile.
-# BUILD_DIR defaults to build/ at the top of the source tree.  Run as root
-# it still runs the programs as root (a demo, not a test: the tests in
-# tests/integration run them as an ordinary user).
+# BUILD_DIR defaults to build/ at the top of the source tree.  It may also
+# be an install prefix (`cmake --install`, or /usr for the Debian package):
+# installed as PREFIX/share/urxe/demo.sh, the default is that prefix.  Run
+# as root it still runs the programs as root (a demo, not a test: the tests
+# in tests/integration run them as an ordinary user).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-B=$(cd "${1:-$HERE/../../build}" && pwd -P)
+DEF=$HERE/../../build
+[ ! -x "$HERE/../../bin/urxe" ] || DEF=$HERE/../..
+B=$(cd "${1:-$DEF}" && pwd -P)
 URXE=$B/bin/urxe
 [ -x "$URXE" ] || { echo "demo: $URXE is not built" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/urxe-demo.XXXXXX)

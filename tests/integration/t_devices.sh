@@ -216,6 +216,6 @@ capture run_unreadable as_user "$FAKE/bin/urxe" run -- ibv_devices
 chmod 755 "$FAKE/lib"
 expect_rc "urxe run with an unreadable lib directory exits 1" 1 run_unreadable
 expect_match "... explaining the system library would be loaded" run_unreadable \
-	"$FAKE/bin/../lib/libibverbs.so.1 is not readable by this user; the program would load the system libibverbs instead" err
+	"$FAKE/lib/libibverbs.so.1 is not readable by this user; the program would load the system libibverbs instead" err
 
 finish
