@@ -89,6 +89,11 @@ static unsigned int addr_index(const char *rundir, unsigned int k)
 		       (unsigned int)(base_hash(rundir) % 61000)) % 61000;
 }
 
+unsigned int urxe_slot_addr_index(const char *rundir, unsigned int k)
+{
+	return addr_index(rundir, k);
+}
+
 static socklen_t slot_name(const char *rundir, unsigned int k,
 			   struct sockaddr_un *sun)
 {
