@@ -214,35 +214,96 @@ static int own_instances(const char *rundir, const char *name, int *norec)
 	return n;
 }
 
-/* Other users' RoCE sockets here, as any user may see them. */
-static void others(void)
+/*
+ * Slots of base @rundir bound in this network namespace, from the abstract
+ * names in /proc/net/unix (what `ss -xa` shows anyone): bit k of @bound.
+ */
+static void bound_slots(const char *rundir, uint8_t *bound)
+{
+	char line[512], path[256];
+	FILE *f = fopen("/proc/net/unix", "re");
+	int k;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s @%255s", path) == 1 &&
+		    (k = urxe_slot_from_name(rundir, path)) > 0)
+			bound[k / 8] |= (uint8_t)(1u << (k % 8));
+	fclose(f);
+}
+
+/* The UDP socket of @v[0..n) bound to @a:4791, if any. */
+static const struct urxe_cli_sock *sock_at(const struct urxe_cli_sock *v,
+					   int n, struct in_addr a)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!memcmp(v[i].addr + 12, &a, 4) && v[i].addr[10] == 0xff &&
+		    v[i].addr[11] == 0xff && !v[i].addr[0])
+			return &v[i];
+	return NULL;
+}
+
+/* Other users' loopback instances: slots bound here that are not ours. */
+static int other_slots(const char *rundir, const struct urxe_cli_sock *v,
+		       int n)
+{
+	uint8_t bound[(URXE_SLOT_LAST + 8) / 8] = { 0 };
+	char ip[INET_ADDRSTRLEN];
+	const struct urxe_cli_sock *s;
+	struct in_addr a;
+	int k, sfd, shown = 0;
+
+	bound_slots(rundir, bound);
+	sfd = urxe_rundir_open_ro(rundir, "slots");
+	for (k = URXE_SLOT_FIRST; k <= URXE_SLOT_LAST; k++) {
+		if (!(bound[k / 8] & (1u << (k % 8))) ||
+		    (sfd >= 0 && urxe_slot_busy_fd(sfd, (unsigned int)k) == 1))
+			continue;
+		a = urxe_slot_loopback_addr(urxe_slot_addr_index(rundir, (unsigned int)k));
+		inet_ntop(AF_INET, &a, ip, sizeof(ip));
+		s = sock_at(v, n, a);
+		if (s)
+			printf("other slot %d GID ::ffff:%s UDP %s:%d uid %u inode %lu\n",
+			       k, ip, ip, ROCE_PORT, s->uid, s->inode);
+		else
+			printf("other slot %d GID ::ffff:%s (no UDP socket yet: bound at its first QP)\n",
+			       k, ip);
+		shown++;
+	}
+	if (sfd >= 0)
+		close(sfd);
+	return shown;
+}
+
+/* Other users' instances here, as any user may see them (`ss -xa -ulne`). */
+static void others(const char *rundir)
 {
 	struct urxe_cli_sock *v = calloc(MAX_SOCKS, sizeof(*v));
-	char addr[INET6_ADDRSTRLEN], gid[INET6_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN];
 	uid_t me = geteuid();
-	int n, i, shown = 0;
+	int n, i, shown;
 
 	n = v ? urxe_cli_udp4791(v, MAX_SOCKS) : -ENOMEM;
 	if (n < 0) {
-		printf("# other users' instances: cannot read /proc/net/udp: %s\n",
-		       strerror(-n));
-		free(v);
-		return;
+		printf("# cannot read /proc/net/udp: %s\n", strerror(-n));
+		n = 0;
 	}
+	printf("# other users' instances in this network namespace, as `ss -xa` and `ss -ulne` show them:\n");
+	shown = other_slots(rundir, v, n);
 	for (i = 0; i < n; i++) {
-		if (v[i].uid == me)
+		/* Loopback ones are above, by slot. */
+		if (v[i].uid == me || (v[i].addr[12] == 127 && !v[i].v6))
 			continue;
-		if (!shown++)
-			printf("# other users' UDP %d sockets in this network namespace (as `ss -ulne` shows them):\n",
-			       ROCE_PORT);
 		urxe_cli_sock_addr(&v[i], addr, sizeof(addr));
-		urxe_cli_sock_gid(&v[i], gid, sizeof(gid));
-		printf("other uid %u address %s port %d GID %s inode %lu\n",
-		       v[i].uid, addr, ROCE_PORT, gid, v[i].inode);
+		printf("other UDP %s%s%s:%d uid %u inode %lu\n", v[i].v6 ? "[" : "",
+		       addr, v[i].v6 ? "]" : "", ROCE_PORT, v[i].uid, v[i].inode);
+		shown++;
 	}
 	if (!shown)
-		printf("# no other user's UDP %d socket in this network namespace\n",
-		       ROCE_PORT);
+		printf("# none\n");
 	free(v);
 }
 
@@ -277,6 +338,6 @@ int urxe_cli_dev_show(int argc, char **argv)
 		       n + (name ? 0 : norec), cfg.rundir,
 		       norec && !name ? ", some without shared counters" : "");
 	if (!name)
-		others();
+		others(cfg.rundir);
 	return 0;
 }

@@ -130,6 +130,11 @@ bool urxe_ofd_held(int fd, off_t at);
 struct in_addr urxe_slot_loopback_addr(unsigned int index);
 /* The address index slot @k has under base @rundir (struct urxe_slot). */
 unsigned int urxe_slot_addr_index(const char *rundir, unsigned int k);
+/*
+ * The slot an abstract socket name (without its leading NUL, as
+ * /proc/net/unix shows it after '@') holds under base @rundir, or -1.
+ */
+int urxe_slot_from_name(const char *rundir, const char *name);
 
 /* Whether a UDP socket can bind @addr:4791 right now: 1, 0, or -errno. */
 int urxe_udp_addr_free(struct in_addr addr);
