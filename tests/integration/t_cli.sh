@@ -32,6 +32,7 @@ T_LIMIT=20
 
 # json_check NAME PYTHON: the captured run NAME's stdout, parsed as JSON,
 # satisfies the assertions of PYTHON (a body using `d`); prints why not.
+# shellcheck disable=SC2317 # called through check
 json_check() {
 	python3 -c '
 import json, sys
