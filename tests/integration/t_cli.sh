@@ -44,14 +44,24 @@ exec(sys.argv[2])
 # --- --version -----------------------------------------------------------------
 
 want_ver=$(sed -En 's/^project\(urxe VERSION ([0-9.]+).*/\1/p' "$SRC/CMakeLists.txt")
-want_commit=unknown
+# The commit the build recorded; the tree may have moved on since the build.
+built=$(sed -En 's/^#define URXE_COMMIT "(.*)"$/\1/p' "$B/tools/urxe_version.h")
+now=unknown
 if [ -e "$SRC/.git" ] && c=$(git -C "$SRC" describe --always --dirty 2>/dev/null); then
-	want_commit=$c
+	now=$c
 fi
 capture version urxe_cli --version
 expect_rc "urxe --version exits 0" 0 version
-check "urxe --version prints 'urxe $want_ver ($want_commit)' (got '$(cat "$(out version)")')" \
-	test "$(cat "$(out version)")" = "urxe $want_ver ($want_commit)"
+check "urxe --version prints 'urxe $want_ver ($built)' (got '$(cat "$(out version)")')" \
+	test "$(cat "$(out version)")" = "urxe $want_ver ($built)"
+if [ "$now" = unknown ]; then
+	check "not a git checkout: the commit is \"unknown\"" test "$built" = unknown
+elif [ "$built" = "$now" ]; then
+	pass "the commit is git describe --always --dirty of the sources ($now)"
+else
+	check "the commit '$built' has git describe's form (the tree is at '$now' since the build)" \
+		grep -Eq '^([^ ]+-g)?[0-9a-f]{7,}(-dirty)?$' <<<"$built"
+fi
 capture version2 urxe_cli version
 check "urxe version prints the same" cmp -s "$(out version)" "$(out version2)"
 # A source tree that is not a git checkout (a release tarball): "unknown".
