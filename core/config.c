@@ -106,30 +106,33 @@ int urxe_config_parse(const char *text, const char *origin,
 		      struct urxe_config *cfg)
 {
 	const char *p = text;
-	int lineno = 0, rc = 0;
+	int lineno = 1, rc = 0;
 
 	while (*p) {
 		size_t n = strcspn(p, "\n;");
 		char line[512], err[160];
 		struct urxe_dev_desc d;
-		int r;
+		int r, at = lineno;
 
-		lineno++;
 		snprintf(line, sizeof(line), "%.*s", (int)n, p);
 		p += n;
+		/* Numbers are the file's lines: ';' entries share theirs. */
+		if (*p == '\n')
+			lineno++;
 		if (*p)
 			p++;
 		r = urxe_config_parse_line(line, &d, err, sizeof(err));
 		if (r == 1)
 			continue;
+		cfg->nentries++;
 		if (r < 0) {
-			urxe_warn("%s:%d: %s; entry ignored", origin, lineno, err);
+			urxe_warn("%s:%d: %s; entry ignored", origin, at, err);
 			rc = -EINVAL;
 			continue;
 		}
 		if (urxe_config_find(cfg, d.name) >= 0) {
 			urxe_warn("%s:%d: device %s defined twice; the first one is used",
-				  origin, lineno, d.name);
+				  origin, at, d.name);
 			rc = -EINVAL;
 			continue;
 		}
@@ -241,8 +244,8 @@ int urxe_config_load(struct urxe_config *cfg)
 
 	init_cfg(cfg);
 	if (env && *env) {
-		urxe_config_parse(env, "URXE_DEVICES", cfg);
 		snprintf(cfg->source, sizeof(cfg->source), "URXE_DEVICES");
+		urxe_config_parse(env, "URXE_DEVICES", cfg);
 	} else if (cfgfile && *cfgfile) {
 		if (urxe_config_load_file(cfgfile, cfg) == -ENOENT)
 			urxe_dbg("URXE_CONFIG=%s does not exist yet", cfgfile);
@@ -251,8 +254,16 @@ int urxe_config_load(struct urxe_config *cfg)
 		    urxe_config_load_file(path, cfg) == -ENOENT)
 			urxe_config_load_file(URXE_CONFIG_SYSTEM, cfg);
 	}
-	if (!cfg->ndevs)
+	/*
+	 * A layer that lists entries is the configuration, even when none of
+	 * them is valid: falling back to rxe0 would hide the mistake behind a
+	 * device the user never asked for.
+	 */
+	if (!cfg->ndevs && !cfg->nentries)
 		urxe_config_default_dev(cfg);
+	else if (!cfg->ndevs)
+		urxe_warn("%s: no valid device entry (see the lines above): no devices; the built-in rxe0 is only used when nothing lists devices",
+			  cfg->source);
 	return 0;
 }
 

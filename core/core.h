@@ -34,6 +34,7 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 struct urxe_config {
 	unsigned int ndevs;
 	struct urxe_dev_desc devs[URXE_CONFIG_MAX_DEVS];
+	unsigned int nentries;	/* entries listed, valid or not */
 	char source[PATH_MAX];	/* where the devices came from */
 	char rundir[URXE_RUNDIR_MAX];
 };
@@ -68,6 +69,17 @@ int urxe_config_edit_path(char *buf, size_t len);
 int urxe_config_write(const char *path, const struct urxe_config *cfg);
 int urxe_config_find(const struct urxe_config *cfg, const char *name);
 void urxe_config_default_dev(struct urxe_config *cfg);
+/*
+ * Line-wise edits of the file at @path (config_edit.c): everything else
+ * in it is kept byte for byte.  _add appends @d's line (creating the file,
+ * and its directories, if needed) and says how many entries the file
+ * listed before; _del removes every entry defining @name (-ENOENT if none)
+ * and says how many entries are left.  0 or a negative errno.
+ */
+int urxe_config_file_add(const char *path, const struct urxe_dev_desc *d,
+			 unsigned int *had_entries);
+int urxe_config_file_del(const char *path, const char *name,
+			 unsigned int *left);
 
 /* --- the device list (device_list.c) --- */
 struct urxe_ibdev {

@@ -89,6 +89,11 @@ static unsigned int addr_index(const char *rundir, unsigned int k)
 		       (unsigned int)(base_hash(rundir) % 61000)) % 61000;
 }
 
+unsigned int urxe_slot_addr_index(const char *rundir, unsigned int k)
+{
+	return addr_index(rundir, k);
+}
+
 static socklen_t slot_name(const char *rundir, unsigned int k,
 			   struct sockaddr_un *sun)
 {
@@ -105,6 +110,22 @@ static socklen_t slot_name(const char *rundir, unsigned int k,
 			     "urxe-v2/%016llx/slot/%u",
 			     (unsigned long long)base_hash(rundir), k);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+int urxe_slot_from_name(const char *rundir, const char *name)
+{
+	unsigned long long h;
+	unsigned int k;
+	char tail;
+
+	if (base_default(rundir)) {
+		if (sscanf(name, "urxe-v2/slot/%u%c", &k, &tail) != 1)
+			return -1;
+	} else if (sscanf(name, "urxe-v2/%16llx/slot/%u%c", &h, &k, &tail) != 2 ||
+		   h != base_hash(rundir)) {
+		return -1;
+	}
+	return k >= URXE_SLOT_FIRST && k <= URXE_SLOT_LAST ? (int)k : -1;
 }
 
 /* Binds slot @k's name: the fd, -EADDRINUSE where anyone has it, -errno. */

@@ -8,7 +8,9 @@
  * records they read, read-only.
  *
  * Counters are 64-bit atomics, read one by one.  The QP table is republished
- * as a whole now and then, under a sequence lock: the writer makes `seq` odd,
+ * as a whole now and then, and a destroyed QP's last figures are added to
+ * a small ring of retired QPs (so that they outlive the QP and the
+ * process: `urxe stats --qp --all`), both under a sequence lock: the writer makes `seq` odd,
  * writes, makes it even; a reader copies and retries if `seq` was odd or
  * moved.  A writer that dies mid-update leaves `seq` odd: readers then give
  * up on the table (not on the counters).
@@ -159,6 +161,9 @@ static void rec_claim(struct urxe_stats_rec *rec, unsigned int slot,
 		atomic_store_explicit(&rec->counters[i], 0, memory_order_release);
 	for (i = 0; i < URXE_STATS_QPS; i++)
 		put_qp(&rec->qps[i], &zero_qp);
+	for (i = 0; i < URXE_STATS_RETIRED; i++)
+		put_qp(&rec->retired_qps[i], &zero_qp);
+	put_rel(&rec->retired, 0);
 	put_rel(&rec->nqps, 0);
 	put_rel(&rec->qps_total, 0);
 	put_rel(&rec->ncounters, 0);
@@ -257,12 +262,38 @@ void urxe_stats_qps_end(struct urxe_stats_rec *rec, unsigned int n,
 	atomic_fetch_add_explicit(&rec->seq, 1, memory_order_release);
 }
 
+void urxe_stats_qp_retire(struct urxe_stats_rec *rec,
+			  const struct urxe_stats_qp *e)
+{
+	/* Only this instance writes the record: a plain load is ours. */
+	uint32_t n = __atomic_load_n(&rec->retired, __ATOMIC_RELAXED);
+
+	atomic_fetch_add_explicit(&rec->seq, 1, memory_order_relaxed);
+	put_qp(&rec->retired_qps[n % URXE_STATS_RETIRED], e);
+	put_rel(&rec->retired, n + 1);
+	atomic_fetch_add_explicit(&rec->seq, 1, memory_order_release);
+}
+
 int urxe_stats_open(const char *rundir)
 {
 	return urxe_rundir_open_ro(rundir, URXE_STATS_FILE);
 }
 
-/* The QP table under the sequence lock; false if it never held still. */
+/* The retired QPs, oldest first (sequence lock held by the caller). */
+static void read_retired(const struct urxe_stats_rec *rec,
+			 struct urxe_stats_snap *out)
+{
+	uint32_t n = get_acq(&rec->retired), first, i;
+
+	out->retired_total = n;
+	out->nretired = n < URXE_STATS_RETIRED ? n : URXE_STATS_RETIRED;
+	first = n - out->nretired;
+	for (i = 0; i < out->nretired; i++)
+		get_qp(&out->retired[i],
+		       &rec->retired_qps[(first + i) % URXE_STATS_RETIRED]);
+}
+
+/* The QP tables under the sequence lock; false if they never held still. */
 static bool read_qps(const struct urxe_stats_rec *rec,
 		     struct urxe_stats_snap *out)
 {
@@ -279,6 +310,7 @@ static bool read_qps(const struct urxe_stats_rec *rec,
 				out->nqps = URXE_STATS_QPS;
 			for (i = 0; i < out->nqps; i++)
 				get_qp(&out->qps[i], &rec->qps[i]);
+			read_retired(rec, out);
 			/* The acquires above keep this load after them. */
 			if (atomic_load_explicit(&rec->seq, memory_order_relaxed) == s1)
 				return true;
@@ -286,6 +318,7 @@ static bool read_qps(const struct urxe_stats_rec *rec,
 		sched_yield();
 	}
 	out->nqps = 0;
+	out->nretired = 0;
 	return false;
 }
 

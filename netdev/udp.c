@@ -45,7 +45,7 @@
 #include <urxe/util.h>
 
 #define BATCH 32			/* datagrams per sendmmsg/recvmmsg */
-#define SOCK_BUF (4 << 20)		/* wished-for SO_RCVBUF/SO_SNDBUF */
+#define SOCK_BUF URXE_UDP_SOCK_BUF	/* wished-for SO_RCVBUF/SO_SNDBUF */
 #define CTL_BYTES 192			/* in6_pktinfo, 3 ints, a timespec */
 #define CONN_HOLD 4096			/* datagrams before connecting again */
 /*

@@ -501,6 +501,7 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 		eng->qps[idx] = NULL;
 	for (i = 0; i < eng->nlive; i++) {
 		if (eng->live[i] == qp) {
+			urxe_qpstats_retire(eng, qp);
 			eng->live[i] = eng->live[--eng->nlive];
 			break;
 		}

@@ -229,6 +229,7 @@ int urxe_engine_progress_thread(struct urxe_engine *eng);
 #define URXE_STATS_PUBLISH_NS 100000000ull
 void urxe_qpstats_publish(struct urxe_engine *eng);
 void urxe_qpstats_tick(struct urxe_engine *eng);
+void urxe_qpstats_retire(struct urxe_engine *eng, const struct urxe_eqp *qp);
 
 /*
  * RC and both halves of XRC: acknowledged, retransmitted, READs and

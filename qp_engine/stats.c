@@ -29,6 +29,15 @@ static uint64_t packets(struct urxe_engine *eng)
 				    memory_order_relaxed);
 }
 
+static void qp_entry(const struct urxe_eqp *qp, struct urxe_stats_qp *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->qpn = qp->qpn;
+	e->type = (uint8_t)qp->type;
+	e->state = (uint8_t)qp->attr.state;
+	memcpy(e->cnt, qp->cnt, QP_COUNTERS * sizeof(e->cnt[0]));
+}
+
 void urxe_qpstats_publish(struct urxe_engine *eng)
 {
 	struct urxe_stats_rec *rec = eng->stats;
@@ -38,21 +47,29 @@ void urxe_qpstats_publish(struct urxe_engine *eng)
 	if (!rec)
 		return;
 	n = eng->nlive < URXE_STATS_QPS ? eng->nlive : URXE_STATS_QPS;
-	memset(&e, 0, sizeof(e));
 	urxe_stats_shape(rec, URXE_CNT__COUNT, QP_COUNTERS);
 	urxe_stats_qps_begin(rec);
 	for (i = 0; i < n; i++) {
-		const struct urxe_eqp *qp = eng->live[i];
-
-		e.qpn = qp->qpn;
-		e.type = (uint8_t)qp->type;
-		e.state = (uint8_t)qp->attr.state;
-		memcpy(e.cnt, qp->cnt, QP_COUNTERS * sizeof(e.cnt[0]));
+		qp_entry(eng->live[i], &e);
 		urxe_stats_qp_put(rec, i, &e);
 	}
 	urxe_stats_qps_end(rec, n, eng->nlive);
 	eng->stats_mark = packets(eng);
 	eng->stats_due = 0;
+}
+
+/*
+ * @qp leaves: its figures now, not as last published (up to
+ * URXE_STATS_PUBLISH_NS old), are the ones kept.
+ */
+void urxe_qpstats_retire(struct urxe_engine *eng, const struct urxe_eqp *qp)
+{
+	struct urxe_stats_qp e;
+
+	if (!eng->stats)
+		return;
+	qp_entry(qp, &e);
+	urxe_stats_qp_retire(eng->stats, &e);
 }
 
 void urxe_qpstats_tick(struct urxe_engine *eng)

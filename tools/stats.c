@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * urxe stats [--qp] [--all] [NAME]: the counters of the device instances
+ * urxe stats [--qp] [--all] [--json] [NAME]: the counters of the device instances
  * of this user on this host, read from the per-slot records in the user's
  * runtime directory (<rundir>/urxe-v2-<uid>/counters; nobody else's are
  * readable)
  * (netdev/stats.c), summed per device name with kernel rxe's counter names;
  * with --qp also each instance and its QPs.  By default only instances
  * open now (their slot is held); --all adds the last figures of instances
- * that have exited, for as long as their slot is not claimed again.
+ * that have exited, for as long as their slot is not claimed again.  The
+ * QPs an instance destroyed keep their last figures too (the last
+ * URXE_STATS_RETIRED of them).  --json: the same as JSON (stats_json.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,14 +23,10 @@
 #include "cli.h"
 #include "core.h"
 
-struct inst {
-	struct urxe_stats_snap s;
-	bool open;		/* the slot is held now */
-};
-
 struct stats_opts {
 	bool qp;
 	bool all;
+	bool json;
 	const char *name;
 };
 
@@ -40,7 +38,7 @@ static const char *const state_names[IBV_QPS_ERR + 1] = {
 _Static_assert(sizeof(state_names) / sizeof(state_names[0]) ==
 	       IBV_QPS_ERR + 1, "a name for every QP state");
 
-static const char *type_name(unsigned int t)
+const char *urxe_cli_qp_type(unsigned int t)
 {
 	switch (t) {
 	case IBV_QPT_RC: return "RC";
@@ -53,14 +51,14 @@ static const char *type_name(unsigned int t)
 	}
 }
 
-static const char *state_name(unsigned int s)
+const char *urxe_cli_qp_state(unsigned int s)
 {
 	return s <= IBV_QPS_ERR ? state_names[s] : "?";
 }
 
 static int by_dev_slot(const void *a, const void *b)
 {
-	const struct inst *x = a, *y = b;
+	const struct urxe_cli_inst *x = a, *y = b;
 	int c = strcmp(x->s.dev, y->s.dev);
 
 	return c ? c : (x->s.slot > y->s.slot) - (x->s.slot < y->s.slot);
@@ -79,9 +77,9 @@ static int by_qpn(const void *a, const void *b)
  * without a record (claiming right now, or no shared counters).
  */
 static int collect(const char *rundir, const struct stats_opts *o,
-		   struct inst **out, int *nocnt)
+		   struct urxe_cli_inst **out, int *nocnt)
 {
-	struct inst *v = NULL, *t;
+	struct urxe_cli_inst *v = NULL, *t;
 	unsigned int k;
 	int fd, sfd, n = 0, busy, rc = 0;
 
@@ -133,42 +131,56 @@ static int collect(const char *rundir, const struct stats_opts *o,
 	return n;
 }
 
+static void print_qp(const struct urxe_stats_snap *s,
+		     const struct urxe_stats_qp *q, bool destroyed)
+{
+	unsigned int c;
+
+	printf("\t\tqpn 0x%06x %s %s%s", q->qpn, urxe_cli_qp_type(q->type),
+	       urxe_cli_qp_state(q->state), destroyed ? " (destroyed)" : "");
+	/* Packets always; the rest (retransmissions, RNR...) if any. */
+	for (c = 0; c < s->nqp_counters && c < URXE_CNT__QP; c++)
+		if (c == URXE_CNT_SENT_PKTS || c == URXE_CNT_RCVD_PKTS ||
+		    q->cnt[c])
+			printf(" %s %llu", urxe_counter_names[c],
+			       (unsigned long long)q->cnt[c]);
+	putchar('\n');
+}
+
 static void print_qps(const struct urxe_stats_snap *s)
 {
 	struct urxe_stats_qp qps[URXE_STATS_QPS];
-	unsigned int i, c;
+	unsigned int i;
 
 	memcpy(qps, s->qps, s->nqps * sizeof(qps[0]));
 	qsort(qps, s->nqps, sizeof(qps[0]), by_qpn);
-	for (i = 0; i < s->nqps; i++) {
-		const struct urxe_stats_qp *q = &qps[i];
-
-		printf("\t\tqpn 0x%06x %s %s", q->qpn, type_name(q->type),
-		       state_name(q->state));
-		/* Packets always; the rest (retransmissions, RNR...) if any. */
-		for (c = 0; c < s->nqp_counters && c < URXE_CNT__QP; c++)
-			if (c == URXE_CNT_SENT_PKTS || c == URXE_CNT_RCVD_PKTS ||
-			    q->cnt[c])
-				printf(" %s %llu", urxe_counter_names[c],
-				       (unsigned long long)q->cnt[c]);
-		putchar('\n');
-	}
+	for (i = 0; i < s->nqps; i++)
+		print_qp(s, &qps[i], false);
 	if (s->qps_total > s->nqps)
 		printf("\t\t(%u more QPs not listed)\n", s->qps_total - s->nqps);
+	/* Destroyed ones in the order they went. */
+	for (i = 0; i < s->nretired; i++)
+		print_qp(s, &s->retired[i], true);
+	if (s->retired_total > s->nretired)
+		printf("\t\t(%u QPs destroyed earlier not kept)\n",
+		       s->retired_total - s->nretired);
 }
 
-static void print_instance(const struct inst *in)
+static void print_instance(const struct urxe_cli_inst *in)
 {
 	const struct urxe_stats_snap *s = &in->s;
 
-	printf("\tinstance pid %d slot %u netdev %s%s: %u QP%s\n", s->pid,
+	printf("\tinstance pid %d slot %u netdev %s%s: %u QP%s", s->pid,
 	       s->slot, s->netdev, in->open ? "" : " (exited)", s->qps_total,
 	       s->qps_total == 1 ? "" : "s");
+	if (s->retired_total)
+		printf(", %u destroyed", s->retired_total);
+	putchar('\n');
 	print_qps(s);
 }
 
 /* One device: instances v[0..n), all of one name. */
-static void print_dev(const struct inst *v, int n, bool qp)
+static void print_dev(const struct urxe_cli_inst *v, int n, bool qp)
 {
 	uint64_t sum[URXE_CNT__COUNT] = { 0 };
 	int i, open = 0;
@@ -201,6 +213,8 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 			o->qp = true;
 		else if (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a"))
 			o->all = true;
+		else if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
+			o->json = true;
 		else if (argv[i][0] == '-' || o->name)
 			return -EINVAL;
 		else
@@ -213,13 +227,11 @@ int urxe_cli_stats(int argc, char **argv)
 {
 	struct urxe_config cfg;
 	struct stats_opts o;
-	struct inst *v = NULL;
+	struct urxe_cli_inst *v = NULL;
 	int n, i, j, nocnt;
 
-	if (parse(argc, argv, &o)) {
-		fprintf(stderr, "urxe: usage: urxe stats [--qp] [--all] [NAME]\n");
-		return 2;
-	}
+	if (parse(argc, argv, &o))
+		return urxe_cli_usage_error("stats: bad arguments");
 	urxe_config_load(&cfg);
 	n = collect(cfg.rundir, &o, &v, &nocnt);
 	if (n < 0) {
@@ -234,6 +246,11 @@ int urxe_cli_stats(int argc, char **argv)
 			o.name, cfg.rundir,
 			o.all ? "" : " (--all shows exited ones)");
 		return 1;
+	}
+	if (o.json) {
+		urxe_cli_stats_json(v, n, o.qp, o.all, cfg.rundir, nocnt);
+		free(v);
+		return 0;
 	}
 	printf("# %s in %s\n", o.all ? "your device instances, open and exited," :
 				      "your device instances open", cfg.rundir);

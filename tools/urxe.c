@@ -4,16 +4,20 @@
  *   urxe dev show [NAME]
  *   urxe dev add NAME netdev IF [backend udp|packet]
  *   urxe dev del NAME
- *   urxe stats [--qp] [--all] [NAME]
+ *   urxe stats [--qp] [--all] [--json] [NAME]
+ *   urxe doctor
  *   urxe run [--] PROGRAM [ARGS...]
+ *   urxe --version
  * Devices are configured like `rdma link add`; interfaces resolve in the
- * network namespace of the program that opens the device.
+ * network namespace of the program that opens the device.  Exit status:
+ * 0 done, 1 failed, 2 usage error (the usage then goes to stderr).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdbool.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,24 +27,41 @@
 
 #include "cli.h"
 #include "core.h"
+#include "urxe_version.h"
 
 static const char usage[] =
 	"usage: urxe dev show [NAME]\n"
 	"       urxe dev add NAME netdev IF [backend udp|packet]\n"
 	"       urxe dev del NAME\n"
-	"       urxe stats [--qp] [--all] [NAME]\n"
+	"       urxe stats [--qp] [--all] [--json] [NAME]\n"
+	"       urxe doctor\n"
 	"       urxe run [--dev-node] [--] PROGRAM [ARGS...]\n"
+	"       urxe --version\n"
 	"       urxe --help\n"
 	"\n"
 	"Devices come from URXE_DEVICES, else the file URXE_CONFIG names, else\n"
 	"$XDG_CONFIG_HOME/urxe/devices.conf (~/.config/urxe/devices.conf), else\n"
 	"/etc/urxe/devices.conf; with none, rxe0 on lo.  `dev add`/`dev del` edit\n"
-	"URXE_CONFIG or the user's file.  `stats` sums the counters of the device\n"
-	"instances open on this host per device (--qp: per instance and QP too;\n"
-	"--all: exited instances as well).  `run` starts PROGRAM with this build's\n"
-	"libibverbs.so.1 first on LD_LIBRARY_PATH (--dev-node: and with\n"
+	"URXE_CONFIG or the user's file.  `dev show` also lists the device\n"
+	"instances open on this host (yours with pid, program and GID).  `stats`\n"
+	"sums the counters of your device instances per device (--qp: per\n"
+	"instance and QP too; --all: exited instances as well; --json: as JSON).\n"
+	"`doctor` checks what urxe depends on.  `run` starts PROGRAM with this\n"
+	"build's libibverbs.so.1 first on LD_LIBRARY_PATH (--dev-node: and with\n"
 	"/dev/infiniband/uverbsN nodes, which UCX looks for, in a user and mount\n"
 	"namespace of its own).\n";
+
+int urxe_cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("urxe: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s", usage);
+	return 2;
+}
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -48,85 +69,6 @@ static int fail(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputc('\n', stderr);
 	return 1;
-}
-
-static void show_gids(const struct urxe_iface *ifc)
-{
-	union ibv_gid tbl[URXE_GID_TBL_LEN];
-	char s[INET6_ADDRSTRLEN];
-	unsigned int i, n;
-
-	if (ifc->loopback) {
-		printf("\tGID[0]: ::ffff:127.117.H.L, one address per process (slot)\n");
-		return;
-	}
-	n = urxe_gid_table_build(ifc, 0, tbl, URXE_GID_TBL_LEN);
-	for (i = 0; i < n; i++)
-		printf("\tGID[%u]: %s (RoCE v2)\n", i,
-		       inet_ntop(AF_INET6, tbl[i].raw, s, sizeof(s)));
-}
-
-static void show_dev(const struct urxe_dev_desc *d)
-{
-	struct urxe_iface ifc;
-	unsigned int mtu;
-	int rc;
-
-	printf("%s: netdev %s backend %s\n", d->name, d->netdev,
-	       urxe_backend_names[d->backend]);
-	rc = urxe_iface_query(d->netdev, &ifc);
-	if (rc) {
-		printf("\tinterface %s: %s in this network namespace: not listed\n",
-		       d->netdev, rc == -ENODEV ? "absent" : strerror(-rc));
-		return;
-	}
-	mtu = urxe_mtu_for_link(ifc.mtu);
-	printf("\tport: %s, link MTU %u, active MTU %u\n",
-	       ifc.up && ifc.running ? "ACTIVE" : "DOWN", ifc.mtu, mtu ? mtu : 256);
-	show_gids(&ifc);
-}
-
-static int slots_in_use(const char *rundir)
-{
-	unsigned int k;
-	int fd, n = 0, rc;
-
-	fd = urxe_rundir_open(rundir, "slots");
-	if (fd < 0)
-		return fd;
-	for (k = URXE_SLOT_FIRST; k <= URXE_SLOT_LAST; k++) {
-		rc = urxe_slot_busy_fd(fd, k);
-		if (rc < 0) {
-			n = rc;
-			break;
-		}
-		n += rc;
-	}
-	close(fd);
-	return n;
-}
-
-static int cmd_dev_show(int argc, char **argv)
-{
-	struct urxe_config cfg;
-	unsigned int i;
-	int shown = 0, n;
-
-	urxe_config_load(&cfg);
-	printf("# devices from %s\n", cfg.source);
-	for (i = 0; i < cfg.ndevs; i++) {
-		if (argc > 0 && strcmp(argv[0], cfg.devs[i].name))
-			continue;
-		show_dev(&cfg.devs[i]);
-		shown++;
-	}
-	if (argc > 0 && !shown)
-		return fail("no device %s (see `urxe dev show`)", argv[0]);
-	n = slots_in_use(cfg.rundir);
-	if (n >= 0)
-		printf("# %d device instance(s) open on this host by you (%s)\n",
-		       n, cfg.rundir);
-	return 0;
 }
 
 static int load_edit(char *path, size_t len, struct urxe_config *cfg)
@@ -150,6 +92,7 @@ static int cmd_dev_add(int argc, char **argv)
 	struct urxe_config cfg;
 	struct urxe_dev_desc d;
 	struct urxe_iface ifc;
+	unsigned int had;
 	int i, rc;
 
 	for (i = 0; i < argc; i++) {
@@ -158,8 +101,8 @@ static int cmd_dev_add(int argc, char **argv)
 	}
 	rc = urxe_config_parse_line(line, &d, err, sizeof(err));
 	if (rc)
-		return fail("dev add: %s\n(usage: urxe dev add NAME netdev IF [backend udp|packet])",
-			    rc == 1 ? "a device name is needed" : err);
+		return urxe_cli_usage_error("dev add: %s",
+					    rc == 1 ? "a device name is needed" : err);
 	if (load_edit(path, sizeof(path), &cfg))
 		return 1;
 	if (urxe_config_find(&cfg, d.name) >= 0)
@@ -171,40 +114,45 @@ static int cmd_dev_add(int argc, char **argv)
 	if (rc)
 		fprintf(stderr, "urxe: warning: interface %s is not in this network namespace; the device appears where it is\n",
 			d.netdev);
-	cfg.devs[cfg.ndevs++] = d;
-	rc = urxe_config_write(path, &cfg);
+	rc = urxe_config_file_add(path, &d, &had);
 	if (rc) {
 		fprintf(stderr, "urxe: cannot write %s: %s\n", path, strerror(-rc));
 		return 1;
 	}
 	printf("added %s (netdev %s, backend %s) to %s\n", d.name, d.netdev,
 	       urxe_backend_names[d.backend], path);
+	/* The built-in rxe0 exists only while no file lists devices. */
+	if (!had && strcmp(d.name, "rxe0") && !getenv("URXE_DEVICES"))
+		fprintf(stderr, "urxe: warning: %s lists devices now, so the built-in rxe0 (on lo) no longer exists; to keep it: urxe dev add rxe0 netdev lo\n",
+			path);
 	return 0;
 }
 
 static int cmd_dev_del(int argc, char **argv)
 {
 	char path[PATH_MAX];
-	struct urxe_config cfg;
-	int i, rc;
+	unsigned int left;
+	int rc;
 
 	if (argc != 1)
-		return fail("%s", "usage: urxe dev del NAME");
-	if (load_edit(path, sizeof(path), &cfg))
-		return 1;
-	i = urxe_config_find(&cfg, argv[0]);
-	if (i < 0)
+		return urxe_cli_usage_error("dev del takes one device name");
+	if (urxe_config_edit_path(path, sizeof(path)))
+		return fail("%s", "no configuration file: set URXE_CONFIG or HOME");
+	if (getenv("URXE_DEVICES"))
+		fprintf(stderr, "urxe: warning: URXE_DEVICES is set and overrides %s\n",
+			path);
+	rc = urxe_config_file_del(path, argv[0], &left);
+	if (rc == -ENOENT)
 		return fail("no device %s in the configuration file (see `urxe dev show`)",
 			    argv[0]);
-	memmove(&cfg.devs[i], &cfg.devs[i + 1],
-		(cfg.ndevs - (unsigned int)i - 1) * sizeof(cfg.devs[0]));
-	cfg.ndevs--;
-	rc = urxe_config_write(path, &cfg);
 	if (rc) {
-		fprintf(stderr, "urxe: cannot write %s: %s\n", path, strerror(-rc));
+		fprintf(stderr, "urxe: cannot edit %s: %s\n", path, strerror(-rc));
 		return 1;
 	}
 	printf("removed %s from %s\n", argv[0], path);
+	if (!left && !getenv("URXE_DEVICES"))
+		printf("%s lists no device now: the built-in rxe0 on lo is back\n",
+		       path);
 	return 0;
 }
 
@@ -253,7 +201,7 @@ static int join_up(char *buf, size_t len, const char *dir, const char *rel)
  * the last library that could not be read (behind an unsearchable
  * directory both candidates fail so: the build tree's is then named).
  */
-static int lib_dir(char *buf, size_t len)
+int urxe_cli_lib_dir(char *buf, size_t len)
 {
 	static const char *const rel[] = { URXE_LIBDIR_FROM_BIN, "../lib" };
 	char exe[PATH_MAX], cand[2][PATH_MAX], lib[PATH_MAX + 32];
@@ -300,11 +248,9 @@ static int cmd_run(int argc, char **argv)
 		argc--;
 		argv++;
 	}
-	if (argc < 1) {
-		fputs("usage: urxe run [--dev-node] [--] PROGRAM [ARGS...]\n", stderr);
-		return 2;
-	}
-	rc = lib_dir(dir, sizeof(dir));
+	if (argc < 1)
+		return urxe_cli_usage_error("run needs a program to run");
+	rc = urxe_cli_lib_dir(dir, sizeof(dir));
 	if (rc == -ENOENT)
 		return fail("no libibverbs.so.1 beside this urxe: looked in %s; reinstall urxe, or build it (a copied urxe binary needs the libraries too)",
 			    dir);
@@ -328,27 +274,64 @@ static int cmd_run(int argc, char **argv)
 	return 127;
 }
 
+static int cmd_version(int argc, char **argv)
+{
+	(void)argv;
+	if (argc)
+		return urxe_cli_usage_error("--version takes no arguments");
+	printf("urxe %s (%s)\n", URXE_VERSION, URXE_COMMIT);
+	return 0;
+}
+
+/* `urxe CMD ... --help` (before any "--"): the usage, a success. */
+static bool wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 0; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	return false;
+}
+
+static int cmd_dev(int argc, char **argv)
+{
+	if (argc < 1 || !strcmp(argv[0], "show"))
+		return urxe_cli_dev_show(argc > 1 ? argc - 1 : 0, argv + 1);
+	if (!strcmp(argv[0], "add"))
+		return cmd_dev_add(argc - 1, argv + 1);
+	if (!strcmp(argv[0], "del"))
+		return cmd_dev_del(argc - 1, argv + 1);
+	return urxe_cli_usage_error("unknown dev command '%s'", argv[0]);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-	    !strcmp(argv[1], "help")) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	if (!strcmp(argv[1], "run"))
-		return cmd_run(argc - 2, argv + 2);
-	if (!strcmp(argv[1], "stats"))
-		return urxe_cli_stats(argc - 2, argv + 2);
-	if (!strcmp(argv[1], "dev")) {
-		if (argc < 3 || !strcmp(argv[2], "show"))
-			return cmd_dev_show(argc > 3 ? argc - 3 : 0, argv + 3);
-		if (!strcmp(argv[2], "add"))
-			return cmd_dev_add(argc - 3, argv + 3);
-		if (!strcmp(argv[2], "del"))
-			return cmd_dev_del(argc - 3, argv + 3);
-		fprintf(stderr, "urxe: unknown dev command '%s'\n%s", argv[2], usage);
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{ "dev", cmd_dev }, { "stats", urxe_cli_stats },
+		{ "doctor", urxe_cli_doctor }, { "run", cmd_run },
+		{ "--version", cmd_version }, { "-V", cmd_version },
+		{ "version", cmd_version },
+	};
+	unsigned int i;
+
+	if (argc < 2) {
+		fputs(usage, stderr);
 		return 2;
 	}
-	fprintf(stderr, "urxe: unknown command '%s'\n%s", argv[1], usage);
-	return 2;
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help") ||
+	    (strcmp(argv[1], "run") && wants_help(argc - 2, argv + 2)) ||
+	    (!strcmp(argv[1], "run") && argc > 2 &&
+	     (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	for (i = 0; i < URXE_ARRAY_SIZE(cmds); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 2, argv + 2);
+	return urxe_cli_usage_error("unknown command '%s'", argv[1]);
 }

@@ -128,6 +128,13 @@ bool urxe_ofd_held(int fd, off_t at);
 
 /* 127.117.h.l for address index @index (< 62500), network order. */
 struct in_addr urxe_slot_loopback_addr(unsigned int index);
+/* The address index slot @k has under base @rundir (struct urxe_slot). */
+unsigned int urxe_slot_addr_index(const char *rundir, unsigned int k);
+/*
+ * The slot an abstract socket name (without its leading NUL, as
+ * /proc/net/unix shows it after '@') holds under base @rundir, or -1.
+ */
+int urxe_slot_from_name(const char *rundir, const char *name);
 
 /* Whether a UDP socket can bind @addr:4791 right now: 1, 0, or -errno. */
 int urxe_udp_addr_free(struct in_addr addr);
@@ -169,6 +176,7 @@ int urxe_mcast_members(const char *rundir, const uint8_t gid[16],
 #define URXE_STATS_COUNTERS 32		/* room per instance */
 #define URXE_STATS_QPS 64		/* QPs published per instance */
 #define URXE_STATS_QP_COUNTERS 16	/* room per QP */
+#define URXE_STATS_RETIRED 16		/* destroyed QPs kept per instance */
 #define URXE_STATS_REC_SIZE 12288	/* record stride in the file */
 
 struct urxe_stats_qp {
@@ -192,9 +200,16 @@ struct urxe_stats_rec {
 	_Atomic uint32_t seq;		/* seqlock of the QP table: odd while written */
 	uint32_t nqps;			/* qps[] entries valid */
 	uint32_t qps_total;		/* QPs the instance has (may be > nqps) */
-	uint8_t reserved[136];
+	uint32_t retired;		/* QPs destroyed so far (seqlock too) */
+	uint8_t reserved[132];
 	_Atomic uint64_t counters[URXE_STATS_COUNTERS];
 	struct urxe_stats_qp qps[URXE_STATS_QPS];
+	/*
+	 * The last figures of the last URXE_STATS_RETIRED QPs destroyed, a
+	 * ring: QP number n (counting from 0) at n % URXE_STATS_RETIRED.  In
+	 * the stride's room past qps[]: records written before it read 0.
+	 */
+	struct urxe_stats_qp retired_qps[URXE_STATS_RETIRED];
 };
 
 /* A consistent copy of a record, for readers. */
@@ -209,8 +224,11 @@ struct urxe_stats_snap {
 	unsigned int nqp_counters;
 	unsigned int nqps;		/* 0 if the writer died mid-update */
 	unsigned int qps_total;
+	unsigned int nretired;		/* retired[] entries valid, oldest first */
+	unsigned int retired_total;	/* QPs the instance destroyed */
 	uint64_t counters[URXE_STATS_COUNTERS];
 	struct urxe_stats_qp qps[URXE_STATS_QPS];
+	struct urxe_stats_qp retired[URXE_STATS_RETIRED];
 };
 
 /*
@@ -242,6 +260,13 @@ void urxe_stats_qp_put(struct urxe_stats_rec *rec, unsigned int i,
 		       const struct urxe_stats_qp *e);
 void urxe_stats_qps_end(struct urxe_stats_rec *rec, unsigned int n,
 			unsigned int total);
+/*
+ * A QP is being destroyed: its last figures join the ring of retired QPs
+ * (the oldest of URXE_STATS_RETIRED leaves), so that they outlive it and
+ * the instance (`urxe stats --qp --all`).
+ */
+void urxe_stats_qp_retire(struct urxe_stats_rec *rec,
+			  const struct urxe_stats_qp *e);
 
 /* Opens <rundir>/counters to read: an fd, or -ENOENT if there is none. */
 int urxe_stats_open(const char *rundir);
@@ -252,6 +277,12 @@ int urxe_stats_open(const char *rundir);
 int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out);
 
 /* ---- the udp backend (udp.c) ---- */
+
+/*
+ * The socket buffers the udp backend asks for; an ordinary user's sockets
+ * get at most net.core.rmem_max / wmem_max (`urxe doctor` compares).
+ */
+#define URXE_UDP_SOCK_BUF (4 << 20)
 
 /*
  * Unprivileged RoCEv2 over UDP sockets.  One instance per device instance:

@@ -77,7 +77,8 @@ static void check_snap(const struct urxe_stats_snap *s)
 {
 	if (s->ncounters > URXE_STATS_COUNTERS ||
 	    s->nqp_counters > URXE_STATS_QP_COUNTERS ||
-	    s->nqps > URXE_STATS_QPS || !memchr(s->dev, 0, sizeof(s->dev)) ||
+	    s->nqps > URXE_STATS_QPS || s->nretired > URXE_STATS_RETIRED ||
+	    !memchr(s->dev, 0, sizeof(s->dev)) ||
 	    !memchr(s->netdev, 0, sizeof(s->netdev)))
 		abort();
 }

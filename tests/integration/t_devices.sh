@@ -153,13 +153,13 @@ capture devinfo_r1 as_user "$URXE" run -- ibv_devinfo -d r1
 expect_rc "ibv_devinfo -d r1 exits 0" 0 devinfo_r1
 expect_match "ibv_devinfo -d r1: PORT_ACTIVE" devinfo_r1 'PORT_ACTIVE'
 capture add_noif as_user "$URXE" dev add r3
-expect_rc "dev add without an interface fails" 1 add_noif
+expect_rc "dev add without an interface is a usage error (2)" 2 add_noif
 expect_match "... saying so" add_noif 'names no interface' err
 capture add_badbe as_user "$URXE" dev add r3 netdev lo backend tcp
-expect_rc "dev add with an unknown backend fails" 1 add_badbe
+expect_rc "dev add with an unknown backend is a usage error (2)" 2 add_badbe
 expect_match "... naming it" add_badbe "unknown backend 'tcp'" err
 capture add_badname as_user "$URXE" dev add 'r/3' netdev lo
-expect_rc "dev add with a bad device name fails" 1 add_badname
+expect_rc "dev add with a bad device name is a usage error (2)" 2 add_badname
 
 capture del_r1 as_user "$URXE" dev del r1
 expect_rc "urxe dev del r1 exits 0" 0 del_r1
@@ -201,7 +201,8 @@ check "with URXE_CONFIG, ibv_devices lists its a1 (got '$(devices_in list_alt)')
 
 capture run_noprog as_user "$URXE" run --
 expect_rc "urxe run without a program is a usage error (2)" 2 run_noprog
-expect_match "it prints the usage of run" run_noprog "^usage: urxe run \\[--dev-node\\] \\[--\\] PROGRAM" err
+expect_match "it says why, with the usage" run_noprog "^urxe: run needs a program to run" err
+expect_match "... and the usage names --dev-node" run_noprog "urxe run \\[--dev-node\\] \\[--\\] PROGRAM" err
 capture run_missing as_user "$URXE" run -- /nonexistent/program
 expect_rc "urxe run of a missing program exits 127" 127 run_missing
 expect_match "... saying it cannot run it" run_missing 'cannot run /nonexistent/program' err

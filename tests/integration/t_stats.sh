@@ -11,7 +11,8 @@
 # lists each instance with its RC QP in RTS and that QP's own packets;
 # counters only grow between samples.  After both exit, `urxe stats` shows
 # no open instance, and `--all` still shows the two exited instances' last
-# figures, at least those seen mid-run, and fault_drop is exactly the
+# figures, at least those seen mid-run, with each one's RC QP (destroyed)
+# and its packets, and fault_drop is exactly the
 # 2 x 150 drops the injectors' limit allows.  Plus the CLI's exit codes: no
 # instance is not an error, an unknown NAME is (1), a bad option is a
 # usage error (2).
@@ -146,8 +147,11 @@ capture after_all urxe_cli stats --all --qp
 expect_rc "after the run: urxe stats --all exits 0" 0 after_all
 expect_match "after the run: --all keeps both exited instances" after_all \
 	'^rxe0: 2 instances \(0 open, 2 exited\)$'
-check "after the run: --all --qp lists each as exited, without QPs" \
-	test "$(grep -cE '^	instance pid [0-9]+ slot [0-9]+ netdev lo \(exited\): 0 QPs$' \
+check "after the run: --all --qp lists each as exited, its QP destroyed" \
+	test "$(grep -cE '^	instance pid [0-9]+ slot [0-9]+ netdev lo \(exited\): 0 QPs, 1 destroyed$' \
+		"$(out after_all)")" -eq 2
+check "after the run: ... each with its RC QP's last figures" \
+	test "$(grep -cE '^		qpn 0x[0-9a-f]{6} RC [A-Z]+ \(destroyed\) sent_pkts [0-9]{4,} rcvd_pkts [0-9]{4,}' \
 		"$(out after_all)")" -eq 2
 sed 's/^/#     | /' "$(out after_all)"
 final_sent=$(counter after_all sent_pkts)

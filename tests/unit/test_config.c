@@ -446,6 +446,71 @@ START_TEST(write_load_round_trip)
 }
 END_TEST
 
+/* Entries all invalid: no devices, not the built-in one (docs/urxe.md). */
+START_TEST(load_all_invalid_no_devices)
+{
+	char *bad = write_conf(sb.dir, "bad.conf", "# c\nbad/x netdev lo\nr2 netdev\n");
+
+	setenv("URXE_CONFIG", bad, 1);
+	ck_assert_int_eq(urxe_config_load(cfg), 0);
+	ck_assert_uint_eq(cfg->ndevs, 0);
+	ck_assert_uint_eq(cfg->nentries, 2);
+	ck_assert_str_eq(cfg->source, bad);
+	setenv("URXE_DEVICES", "zzz", 1);
+	ck_assert_int_eq(urxe_config_load(cfg), 0);
+	ck_assert_uint_eq(cfg->ndevs, 0);
+	free(bad);
+}
+END_TEST
+
+static char *slurp_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 4096);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_lt(fread(buf, 1, 4095, f), 4095);
+	fclose(f);
+	return buf;
+}
+
+/* Line-wise edits keep everything else byte for byte. */
+START_TEST(edit_keeps_the_rest)
+{
+	static const char orig[] = "# mine\n\n  # note  \na netdev lo # A\r\n"
+				   "b netdev lo; c netdev lo\nlast netdev lo";
+	char *path = write_conf(sb.dir, "e.conf", orig), *got;
+	struct urxe_dev_desc d = { .name = "n", .netdev = "eth0",
+				   .backend = URXE_BACKEND_PACKET };
+	unsigned int had, left;
+
+	ck_assert_int_eq(urxe_config_file_add(path, &d, &had), 0);
+	ck_assert_uint_eq(had, 4);
+	got = slurp_text(path);
+	ck_assert_str_eq(got, "# mine\n\n  # note  \na netdev lo # A\r\n"
+			 "b netdev lo; c netdev lo\nlast netdev lo\n"
+			 "n netdev eth0 backend packet\n");
+	free(got);
+	ck_assert_int_eq(urxe_config_file_del(path, "c", &left), 0);
+	ck_assert_uint_eq(left, 4);
+	ck_assert_int_eq(urxe_config_file_del(path, "n", &left), 0);
+	ck_assert_int_eq(urxe_config_file_del(path, "a", &left), 0);
+	ck_assert_uint_eq(left, 2);
+	got = slurp_text(path);
+	ck_assert_str_eq(got, "# mine\n\n  # note  \nb netdev lo\nlast netdev lo\n");
+	free(got);
+	ck_assert_int_eq(urxe_config_file_del(path, "zz", &left), -ENOENT);
+	free(path);
+	path = tu_path(sb.dir, "new/dir/f.conf");
+	ck_assert_int_eq(urxe_config_file_add(path, &d, &had), 0);
+	ck_assert_uint_eq(had, 0);
+	ck_assert_int_eq(urxe_config_load_file(path, cfg), 0);
+	ck_assert_uint_eq(cfg->ndevs, 1);
+	free(path);
+}
+END_TEST
+
 START_TEST(load_file_missing)
 {
 	char *path = tu_path(sb.dir, "absent.conf");
@@ -518,6 +583,8 @@ static Suite *config_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, write_load_round_trip);
 	tcase_add_test(tc, load_file_missing);
+	tcase_add_test(tc, load_all_invalid_no_devices);
+	tcase_add_test(tc, edit_keeps_the_rest);
 	tcase_add_test(tc, edit_path_layers);
 	suite_add_tcase(s, tc);
 	return s;

@@ -377,7 +377,48 @@ START_TEST(engine_counters_and_states)
 	ck_assert_int_eq(read_rec(a->slot.index, &s), 0);
 	ck_assert_uint_eq(s.nqps, 0);
 	ck_assert_uint_eq(s.qps_total, 0);
+	/* Destroyed: its last figures stay, among the retired QPs. */
+	ck_assert_uint_eq(s.retired_total, 1);
+	ck_assert_uint_eq(s.nretired, 1);
+	ck_assert_uint_eq(s.retired[0].qpn, a->qp.qpn);
+	ck_assert_uint_eq(s.retired[0].state, IBV_QPS_ERR);
 	ck_assert_int_eq(urxe_engine_qp_add(a->eng, &a->qp), 0);
+}
+END_TEST
+
+/* The retired ring keeps the last URXE_STATS_RETIRED, oldest first. */
+START_TEST(retired_ring)
+{
+	struct urxe_stats_rec *r;
+	struct urxe_stats_snap s;
+	struct urxe_slot a;
+	unsigned int i, n = URXE_STATS_RETIRED + 5;
+
+	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &a), 0);
+	ck_assert_int_eq(urxe_stats_attach(sb.rundir, &a, "rxe0", "lo", &r), 0);
+	urxe_stats_shape(r, 1, 2);
+	ck_assert_int_eq(read_rec(a.index, &s), 0);
+	ck_assert_uint_eq(s.retired_total, 0);
+	ck_assert_uint_eq(s.nretired, 0);
+	for (i = 0; i < n; i++)
+		urxe_stats_qp_retire(r, &(struct urxe_stats_qp){
+			.qpn = 0x4000 + i, .cnt = { i, 2 * i } });
+	ck_assert_int_eq(read_rec(a.index, &s), 0);
+	ck_assert_uint_eq(s.retired_total, n);
+	ck_assert_uint_eq(s.nretired, URXE_STATS_RETIRED);
+	for (i = 0; i < URXE_STATS_RETIRED; i++) {
+		ck_assert_uint_eq(s.retired[i].qpn, 0x4000 + 5 + i);
+		ck_assert_uint_eq(s.retired[i].cnt[1], 2 * (5 + i));
+	}
+	urxe_stats_detach(r);
+	urxe_slot_release(&a);
+	/* The next claim of the slot starts with none. */
+	ck_assert_int_eq(urxe_slot_claim(sb.rundir, &a), 0);
+	ck_assert_int_eq(urxe_stats_attach(sb.rundir, &a, "rxe0", "lo", &r), 0);
+	ck_assert_int_eq(read_rec(a.index, &s), 0);
+	ck_assert_uint_eq(s.retired_total, 0);
+	urxe_stats_detach(r);
+	urxe_slot_release(&a);
 }
 END_TEST
 
@@ -479,6 +520,7 @@ static Suite *counters_suite(void)
 	tcase_add_test(tc, claim_zeroes);
 	tcase_add_test(tc, torn_table);
 	tcase_add_test(tc, fork_child_private);
+	tcase_add_test(tc, retired_ring);
 	tcase_add_test(tc, engine_counters_and_states);
 	tcase_add_test(tc, engine_publishes_per_qp);
 	tcase_add_test(tc, engine_without_record);
