@@ -56,7 +56,7 @@ expect_output() {
 		sed 's/^/#     | /' "$WORK/$2.diff"
 	fi
 	check "$1: nothing on stderr" test ! -s "$(err "$2")"
-	[ -s "$(err "$2")" ] && show "$2" || true
+	if [ -s "$(err "$2")" ]; then show "$2"; fi
 }
 
 # --- how they are built --------------------------------------------------------
