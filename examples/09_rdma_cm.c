@@ -21,7 +21,8 @@
  *   09_rdma_cm [-p PORT]           the server: serves one client
  *   09_rdma_cm [-p PORT] SERVER    the client, e.g. 09_rdma_cm 127.0.0.1
  *
- * Compile with -lrdmacm -libverbs.
+ * No -d or -g here: the RDMA CM picks the device, port and GID that own
+ * the address.  Compile with -lrdmacm -libverbs.
  */
 #include "common.h"
 

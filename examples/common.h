@@ -64,6 +64,22 @@ struct options {
 	const char *server;	/* positional: connect to it (client) */
 };
 
+/* "usage: 03_send_recv [-d DEV] [-g GIDX] [-p PORT] [SERVER]", exit 2. */
+static inline _Noreturn void usage(const char *accepted)
+{
+	fprintf(stderr, "usage: %s", program_invocation_short_name);
+	for (const char *c = accepted; *c; c++) {
+		const char *arg = *c == 'd' ? "DEV" : *c == 'g' ? "GIDX" :
+				  *c == 'p' ? "PORT" : "GROUP";
+
+		if (*c != ':')
+			fprintf(stderr, " [-%c %s]", *c, arg);
+	}
+	/* The programs with a port are client/server ones. */
+	fprintf(stderr, "%s\n", strchr(accepted, 'p') ? " [SERVER]" : "");
+	exit(2);
+}
+
 /* Parses the options @accepted ("d:g:p:") lists; exits 2 on misuse. */
 static inline struct options parse_options(int argc, char **argv,
 					   const char *accepted)
@@ -78,9 +94,7 @@ static inline struct options parse_options(int argc, char **argv,
 		case 'p': o.port = atoi(optarg); break;
 		case 'G': o.group = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-d DEV] [-g GIDX] (options: %s)\n",
-				program_invocation_short_name, accepted);
-			exit(2);
+			usage(accepted);
 		}
 	}
 	if (optind < argc)

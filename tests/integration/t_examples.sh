@@ -11,7 +11,8 @@
 #     CM on 127.0.0.1);
 #   - 05 ends a SEND with IBV_WC_RNR_RETRY_EXC_ERR, then waits out a late
 #     receive; its URXE_PCAP capture holds the SENDs and RNR NAKs (tshark);
-#   - the error path: a device that does not exist is named, exit 1;
+#   - the error paths: a device that does not exist is named, exit 1; an
+#     unknown option gives the usage, exit 2;
 #   - the binaries link the system's libibverbs (not the build's) and load
 #     the build's under urxe run;
 #   - the student path: the installed-as-documentation sources and their
@@ -92,6 +93,11 @@ TAG=01_nodev lesson 01_devices -d nosuch0
 expect_rc "01_devices -d nosuch0: exit 1" 1 01_nodev
 expect_match "... naming the device it did not find" 01_nodev \
 	'^01_devices: no RDMA device nosuch0$' err
+
+TAG=03_usage lesson 03_send_recv -x
+expect_rc "03_send_recv -x: exit 2" 2 03_usage
+expect_match "... with its usage" 03_usage \
+	'^usage: 03_send_recv \[-d DEV\] \[-g GIDX\] \[-p PORT\] \[SERVER\]$' err
 
 # --- 02: the first RDMA WRITE ---------------------------------------------------
 
