@@ -120,6 +120,7 @@ static inline struct ibv_context *open_device(const char *name)
 		if (!name || !strcmp(ibv_get_device_name(list[i]), name))
 			break;
 	if (!list[i]) {
+		ibv_free_device_list(list);
 		fprintf(stderr, "%s: no RDMA device %s\n",
 			program_invocation_short_name, name ? name : "at all");
 		exit(1);
