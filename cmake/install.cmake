@@ -8,6 +8,7 @@
 #                                   front of the system's rdma-core
 #   share/man/man1/urxe.1, share/man/man5/urxe-devices.conf.5
 #   share/doc/urxe/                 README, docs/*.md, examples/ci, demo.sh
+#   share/doc/urxe/examples/        the tutorial's sources, their Makefile
 #   share/bash-completion/completions/urxe   (when tools/ has it)
 #
 # Tests and benchmarks are never installed.  `cpack -G DEB` in the build
@@ -46,6 +47,10 @@ file(GLOB URXE_DOCS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${URXE_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 install(DIRECTORY examples/ci DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
   USE_SOURCE_PERMISSIONS)
+# The tutorial's programs as documentation: sources and a Makefile.
+file(GLOB URXE_EXAMPLE_SOURCES ${PROJECT_SOURCE_DIR}/examples/*.c)
+install(FILES ${URXE_EXAMPLE_SOURCES} examples/common.h examples/Makefile
+  examples/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(PROGRAMS tests/integration/demo.sh
   DESTINATION ${CMAKE_INSTALL_DATADIR}/urxe)
 # The completion comes with the CLI's newer commands; until then, none.

@@ -19,7 +19,9 @@ layout_check() {
 	for want in bin/urxe "$ld/libibverbs.so.1" "$ld/librdmacm.so.1" \
 		share/man/man1/urxe.1 share/man/man5/urxe-devices.conf.5 \
 		share/urxe/demo.sh share/doc/urxe/README.md \
-		share/doc/urxe/docs/urxe.md share/doc/urxe/examples/ci/urxe-ci.sh; do
+		share/doc/urxe/docs/urxe.md share/doc/urxe/examples/ci/urxe-ci.sh \
+		share/doc/urxe/examples/02_first_write.c \
+		share/doc/urxe/examples/Makefile; do
 		check "$desc: $want installed" test -e "$p/$want"
 	done
 	while IFS= read -r -d '' f; do
@@ -30,7 +32,10 @@ layout_check() {
 		"$ld"/libibverbs.so.1 | "$ld"/libibverbs.so.1.[0-9]* | \
 		"$ld"/librdmacm.so.1 | "$ld"/librdmacm.so.1.[0-9]* | \
 		share/doc/urxe/*.md | share/doc/urxe/LICENSE | \
-		share/doc/urxe/docs/*.md | share/doc/urxe/examples/ci/*) ;;
+		share/doc/urxe/docs/*.md | share/doc/urxe/examples/ci/* | \
+		share/doc/urxe/examples/*.[ch] | \
+		share/doc/urxe/examples/Makefile | \
+		share/doc/urxe/examples/README.md) ;;
 		*) bad+=("$rel") ;;
 		esac
 	done < <(find "$p" \( -type f -o -type l \) -print0)
