@@ -5,7 +5,8 @@
  *   urxe dev add NAME netdev IF [backend udp|packet]
  *   urxe dev del NAME
  *   urxe stats [--qp] [--all] [NAME]
- *   urxe run [--] PROGRAM [ARGS...]
+ *   urxe run [--dev-node] [--trace] [--] PROGRAM [ARGS...]
+ *   urxe trace [OPTIONS] FILE...   (tools/trace.c)
  * Devices are configured like `rdma link add`; interfaces resolve in the
  * network namespace of the program that opens the device.
  */
@@ -29,7 +30,9 @@ static const char usage[] =
 	"       urxe dev add NAME netdev IF [backend udp|packet]\n"
 	"       urxe dev del NAME\n"
 	"       urxe stats [--qp] [--all] [NAME]\n"
-	"       urxe run [--dev-node] [--] PROGRAM [ARGS...]\n"
+	"       urxe run [--dev-node] [--trace] [--] PROGRAM [ARGS...]\n"
+	"       urxe trace [--svg|--html] [--qp QPN] [--from T] [--to T] [-n N] FILE...\n"
+	"       urxe trace --check [-v] [-l] [-o] FILE...\n"
 	"       urxe --help\n"
 	"\n"
 	"Devices come from URXE_DEVICES, else the file URXE_CONFIG names, else\n"
@@ -40,7 +43,9 @@ static const char usage[] =
 	"--all: exited instances as well).  `run` starts PROGRAM with this build's\n"
 	"libibverbs.so.1 first on LD_LIBRARY_PATH (--dev-node: and with\n"
 	"/dev/infiniband/uverbsN nodes, which UCX looks for, in a user and mount\n"
-	"namespace of its own).\n";
+	"namespace of its own; --trace: and draws its packets when it exits).\n"
+	"`trace` draws a capture (URXE_PCAP, tcpdump, tshark) as a ladder diagram;\n"
+	"--check validates every RoCEv2 frame in it.\n";
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -287,21 +292,24 @@ static int lib_dir(char *buf, size_t len)
 static int cmd_run(int argc, char **argv)
 {
 	char dir[2 * PATH_MAX + 8], *old, *val;
-	bool dev_node = false;
+	bool dev_node = false, trace = false;
 	size_t n;
 	int rc;
 
-	if (argc > 0 && !strcmp(argv[0], "--dev-node")) {
-		dev_node = true;
-		argc--;
-		argv++;
+	for (; argc > 0; argc--, argv++) {
+		if (!strcmp(argv[0], "--dev-node"))
+			dev_node = true;
+		else if (!strcmp(argv[0], "--trace"))
+			trace = true;
+		else
+			break;
 	}
 	if (argc > 0 && !strcmp(argv[0], "--")) {
 		argc--;
 		argv++;
 	}
 	if (argc < 1) {
-		fputs("usage: urxe run [--dev-node] [--] PROGRAM [ARGS...]\n", stderr);
+		fputs("usage: urxe run [--dev-node] [--trace] [--] PROGRAM [ARGS...]\n", stderr);
 		return 2;
 	}
 	rc = lib_dir(dir, sizeof(dir));
@@ -321,6 +329,9 @@ static int cmd_run(int argc, char **argv)
 	snprintf(val, n, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_LIBRARY_PATH", val, 1);
 	free(val);
+	if (trace)
+		return urxe_cli_trace_run(argv, dev_node,
+					  dev_node ? configured_devs() : 0);
 	if (dev_node && urxe_cli_devnode_enter(configured_devs()))
 		return 1;
 	execvp(argv[0], argv);
@@ -337,6 +348,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "trace"))
+		return urxe_cli_trace(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "stats"))
 		return urxe_cli_stats(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "dev")) {
