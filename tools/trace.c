@@ -98,6 +98,10 @@ static int make_view(const struct trace *tr, const struct trace_opts *o,
 	for (i = 0; i < tr->npkts && tr->pkts[i].hidden; i++)
 		;
 	v->t0 = i < tr->npkts ? tr->pkts[i].t_ns : 0;
+	for (i = tr->npkts; i-- > 0 && tr->pkts[i].hidden;)
+		;
+	/* the whole capture's: a filter does not change the time unit */
+	v->span = i < tr->npkts ? tr->pkts[i].t_ns - v->t0 : 0;
 	for (i = 0; i < tr->npkts; i++) {
 		const struct trace_pkt *p = &tr->pkts[i];
 

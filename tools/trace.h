@@ -96,6 +96,7 @@ struct trace_view {
 	int *ep_of_col;		/* column -> endpoint */
 	unsigned int ncols;
 	uint64_t t0;		/* the first packet's time: time 0 */
+	uint64_t span;		/* to the capture's last: picks the unit */
 };
 
 /* trace_read.c: appends the RoCE packets of @file; 0 or -1 (said). */

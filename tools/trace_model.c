@@ -53,19 +53,33 @@ static bool same_stream(const struct trace_pkt *a, const struct trace_pkt *b)
  * The fault injector records a frame it drops when it drops it, before
  * the frames of the same send burst that did go out are recorded (after
  * the send): a dropped SEND_LAST would come before its SEND_FIRST.  Put
- * each dropped frame back after the frames of its stream, sent within
- * the millisecond after it, whose PSNs come before its own; it takes the
- * time of the last of them.
+ * each dropped frame back after the frames of its burst (its stream's,
+ * sent within the millisecond after it, PSNs between the frame sent
+ * before it and its own: not retransmissions); it takes the time of the
+ * last of them.
  */
+/* The PSN of the stream's packet sent before @i; @i's own if none. */
+static uint32_t psn_before(const struct trace *tr, unsigned int i)
+{
+	unsigned int j;
+
+	for (j = i; j-- > 0;)
+		if (tr->pkts[j].dir == 2 && same_stream(&tr->pkts[j], &tr->pkts[i]))
+			return tr->pkts[j].bth.psn;
+	return urxe_psn_add(tr->pkts[i].bth.psn, URXE_PSN_MASK);
+}
+
 static void place_drops(struct trace *tr)
 {
 	unsigned int i, j, last;
 
 	for (i = tr->npkts; i-- > 0;) {
 		struct trace_pkt d = tr->pkts[i];
+		uint32_t before;
 
 		if (!(d.marks & TM_DROP) || d.dir != 2)
 			continue;
+		before = psn_before(tr, i);
 		last = i;
 		for (j = i + 1; j < tr->npkts &&
 		     tr->pkts[j].t_ns - d.t_ns < PAUSE_NS; j++) {
@@ -73,7 +87,9 @@ static void place_drops(struct trace *tr)
 
 			if (q->dir != 2 || !same_stream(q, &d))
 				continue;
-			if (urxe_psn_diff(q->bth.psn, d.bth.psn) >= 0)
+			/* the rest of the burst: between the one before and d */
+			if (urxe_psn_diff(q->bth.psn, d.bth.psn) >= 0 ||
+			    urxe_psn_diff(q->bth.psn, before) <= 0)
 				break;
 			last = j;
 		}

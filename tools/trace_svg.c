@@ -140,7 +140,7 @@ void trace_draw_svg(const struct trace_view *v, FILE *out, bool standalone)
 {
 	unsigned int w = X0 + (v->ncols ? v->ncols - 1 : 0) * CW + LABEL_ROOM;
 	unsigned int h = TOP + v->n * ROW + pauses(v) * PAUSE_H + 20, i, y = TOP;
-	uint64_t span = v->n ? v->tr->pkts[v->idx[v->n - 1]].t_ns - v->t0 : 0;
+	uint64_t span = v->span;
 
 	if (standalone)
 		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
@@ -170,7 +170,7 @@ void trace_draw_svg(const struct trace_view *v, FILE *out, bool standalone)
 
 static void table(const struct trace_view *v, FILE *out)
 {
-	uint64_t span = v->n ? v->tr->pkts[v->idx[v->n - 1]].t_ns - v->t0 : 0;
+	uint64_t span = v->span;
 	char t[32], lab[256], mk[128], a[8], b[8];
 	unsigned int i;
 

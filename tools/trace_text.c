@@ -49,7 +49,7 @@ static void layout(const struct trace_view *v, const struct trace_opts *o,
 	char t[32];
 	unsigned int avail;
 
-	l->span = v->n ? v->tr->pkts[v->idx[v->n - 1]].t_ns - v->t0 : 0;
+	l->span = v->span;
 	trace_time(l->span, l->span, t, sizeof(t));
 	l->tw = strlen(t) > 4 ? (unsigned int)strlen(t) : 4;
 	avail = o->width > l->tw + 4 + LABEL_MIN ? o->width - l->tw - 4 - LABEL_MIN : 0;
