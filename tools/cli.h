@@ -66,4 +66,29 @@ void urxe_cli_stats_json(const struct urxe_cli_inst *v, int n, bool qp,
  */
 int urxe_cli_devnode_enter(unsigned int ndev);
 
+/*
+ * check.c: the frame validator, urxe-validate's and `urxe trace --check`'s
+ * [-v] [-l] [-o] FILE... (@prog names the command in its usage line).
+ */
+int urxe_cli_check(const char *prog, int argc, char **argv);
+
+/* trace.c: urxe trace [OPTIONS] FILE... */
+int urxe_cli_trace(int argc, char **argv);
+
+/*
+ * trace.c: draws the captures URXE_PCAP left in directory @dir (those
+ * named trace-*.pcapng) as text on stderr under @title, for
+ * `urxe run --trace`; 0, or
+ * 1 when nothing could be read (said on stderr).
+ */
+int urxe_cli_trace_dir(const char *dir, const char *title);
+
+/*
+ * trace_run.c: urxe run --trace: runs @argv (in its device-node namespace
+ * with @dev_node, @ndev nodes) with URXE_PCAP set to files of a private
+ * temporary directory, waits for it, draws what it captured on stderr
+ * and removes the files; the program's exit status (128 + signal).
+ */
+int urxe_cli_trace_run(char **argv, bool dev_node, unsigned int ndev);
+
 #endif

@@ -6,7 +6,8 @@
  *   urxe dev del NAME
  *   urxe stats [--qp] [--all] [--json] [NAME]
  *   urxe doctor
- *   urxe run [--] PROGRAM [ARGS...]
+ *   urxe run [--dev-node] [--trace] [--] PROGRAM [ARGS...]
+ *   urxe trace [OPTIONS] FILE...   (tools/trace.c)
  *   urxe --version
  * Devices are configured like `rdma link add`; interfaces resolve in the
  * network namespace of the program that opens the device.  Exit status:
@@ -35,7 +36,9 @@ static const char usage[] =
 	"       urxe dev del NAME\n"
 	"       urxe stats [--qp] [--all] [--json] [NAME]\n"
 	"       urxe doctor\n"
-	"       urxe run [--dev-node] [--] PROGRAM [ARGS...]\n"
+	"       urxe run [--dev-node] [--trace] [--] PROGRAM [ARGS...]\n"
+	"       urxe trace [--svg|--html] [--qp QPN] [--from T] [--to T] [-n N] FILE...\n"
+	"       urxe trace --check [-v] [-l] [-o] FILE...\n"
 	"       urxe --version\n"
 	"       urxe --help\n"
 	"\n"
@@ -49,7 +52,9 @@ static const char usage[] =
 	"`doctor` checks what urxe depends on.  `run` starts PROGRAM with this\n"
 	"build's libibverbs.so.1 first on LD_LIBRARY_PATH (--dev-node: and with\n"
 	"/dev/infiniband/uverbsN nodes, which UCX looks for, in a user and mount\n"
-	"namespace of its own).\n";
+	"namespace of its own; --trace: and draws its packets when it exits).\n"
+	"`trace` draws a capture (URXE_PCAP, tcpdump, tshark) as a ladder diagram;\n"
+	"--check validates every RoCEv2 frame in it.\n";
 
 int urxe_cli_usage_error(const char *fmt, ...)
 {
@@ -235,14 +240,17 @@ int urxe_cli_lib_dir(char *buf, size_t len)
 static int cmd_run(int argc, char **argv)
 {
 	char dir[2 * PATH_MAX + 8], *old, *val;
-	bool dev_node = false;
+	bool dev_node = false, trace = false;
 	size_t n;
 	int rc;
 
-	if (argc > 0 && !strcmp(argv[0], "--dev-node")) {
-		dev_node = true;
-		argc--;
-		argv++;
+	for (; argc > 0; argc--, argv++) {
+		if (!strcmp(argv[0], "--dev-node"))
+			dev_node = true;
+		else if (!strcmp(argv[0], "--trace"))
+			trace = true;
+		else
+			break;
 	}
 	if (argc > 0 && !strcmp(argv[0], "--")) {
 		argc--;
@@ -267,6 +275,9 @@ static int cmd_run(int argc, char **argv)
 	snprintf(val, n, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_LIBRARY_PATH", val, 1);
 	free(val);
+	if (trace)
+		return urxe_cli_trace_run(argv, dev_node,
+					  dev_node ? configured_devs() : 0);
 	if (dev_node && urxe_cli_devnode_enter(configured_devs()))
 		return 1;
 	execvp(argv[0], argv);
@@ -313,6 +324,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "dev", cmd_dev }, { "stats", urxe_cli_stats },
 		{ "doctor", urxe_cli_doctor }, { "run", cmd_run },
+		{ "trace", urxe_cli_trace },
 		{ "--version", cmd_version }, { "-V", cmd_version },
 		{ "version", cmd_version },
 	};

@@ -202,7 +202,7 @@ check "with URXE_CONFIG, ibv_devices lists its a1 (got '$(devices_in list_alt)')
 capture run_noprog as_user "$URXE" run --
 expect_rc "urxe run without a program is a usage error (2)" 2 run_noprog
 expect_match "it says why, with the usage" run_noprog "^urxe: run needs a program to run" err
-expect_match "... and the usage names --dev-node" run_noprog "urxe run \\[--dev-node\\] \\[--\\] PROGRAM" err
+expect_match "... and the usage names --dev-node and --trace" run_noprog "urxe run \\[--dev-node\\] \\[--trace\\] \\[--\\] PROGRAM" err
 capture run_missing as_user "$URXE" run -- /nonexistent/program
 expect_rc "urxe run of a missing program exits 127" 127 run_missing
 expect_match "... saying it cannot run it" run_missing 'cannot run /nonexistent/program' err
