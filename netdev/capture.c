@@ -220,19 +220,24 @@ static size_t build_headers(struct urxe_capture *c,
 	return 14 + urxe_ipudp_build(f + 14, &h, p->roce, len);
 }
 
+uint64_t urxe_capture_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* The enhanced packet block of the frame in c->frame (@len bytes). */
 static size_t build_epb(struct urxe_capture *c, size_t len, bool tx,
-			const char *comment)
+			const char *comment, uint64_t when_us)
 {
 	uint8_t *b = c->blk;
-	struct timespec ts;
-	uint64_t us;
+	/* if_tsresol absent: microseconds */
+	uint64_t us = when_us ? when_us : urxe_capture_now_us();
 	uint32_t flags = tx ? EPB_OUTBOUND : EPB_INBOUND;
 	size_t n = 0, clen;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	/* if_tsresol absent: microseconds */
-	us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	n += put32(b, BT_EPB) + 4;
 	n += put32(b + n, 0);			/* interface 0 */
 	n += put32(b + n, (uint32_t)(us >> 32));
@@ -264,7 +269,7 @@ void urxe_capture_write(struct urxe_capture *c, const struct urxe_capture_pkt *p
 	pthread_mutex_lock(&c->lock);
 	hl = build_headers(c, p, p->len);
 	memcpy(c->frame + hl, p->roce, len);
-	n = build_epb(c, hl + len, p->tx, p->comment);
+	n = build_epb(c, hl + len, p->tx, p->comment, p->when_us);
 	/* One write per frame: a crashing process still leaves its truth. */
 	if (write_all(c->fd, c->blk, n) && !c->failed) {
 		c->failed = true;	/* said once: this is the packet path */

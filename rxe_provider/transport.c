@@ -130,31 +130,32 @@ void urxe_dev_capture_sent(struct urxe_dev *dev, struct urxe_capture_pkt *c,
 /* Records a packet as it left (after fault injection), with its IP ID. */
 static void capture_pkt(struct urxe_dev *dev, const struct urxe_udp_out *o,
 			const struct iovec *iov, unsigned int n, uint16_t ip_id,
-			const char *note)
+			const char *note, uint64_t when_us)
 {
 	struct urxe_capture_pkt c = {
 		.tx = true, .src = o->src, .dst = o->dst,
 		.sport = urxe_udp_sport(dev->udp, o->sport),
 		.dport = URXE_UDP_PORT, .tos = o->tos, .ttl = 64,
-		.ip_id = ip_id, .comment = note,
+		.ip_id = ip_id, .comment = note, .when_us = when_us,
 	};
 
 	urxe_dev_capture_sent(dev, &c, iov, n);
 }
 
-/* @note: the fault injector's comment on it, or NULL. */
+/* @note: the fault injector's comment on it, or NULL; @when_us: sent. */
 static void capture_out(struct urxe_dev *dev, const struct urxe_udp_out *o,
-			const struct seg *segs, const char *note)
+			const struct seg *segs, const char *note,
+			uint64_t when_us)
 {
 	unsigned int i, n = 0;
 
 	if (!o->gso_size) {
-		capture_pkt(dev, o, o->iov, o->niov, 0, note);
+		capture_pkt(dev, o, o->iov, o->niov, 0, note, when_us);
 		return;
 	}
 	for (i = 0; n < o->niov; i++) {
 		capture_pkt(dev, o, o->iov + segs[i].iov0, segs[i].niov,
-			    (uint16_t)i, NULL);
+			    (uint16_t)i, NULL, when_us);
 		n = segs[i].iov0 + segs[i].niov;
 	}
 }
@@ -273,7 +274,7 @@ static void gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o,
 		one.iov = o->iov + segs[i].iov0;
 		one.niov = segs[i].niov;
 		if (urxe_udp_send(dev->udp, &one, 1, NULL) == 1 && dev->cap)
-			capture_pkt(dev, &one, one.iov, one.niov, 0, NULL);
+			capture_pkt(dev, &one, one.iov, one.niov, 0, NULL, 0);
 	}
 }
 
@@ -287,6 +288,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 	const struct seg *segs;
 	unsigned int i, k, tries = 0, sent = 0;
 	bool merged = false;
+	uint64_t t_us = 0;
 	int rc = 0;
 
 	if (!dev->udp)
@@ -325,6 +327,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		}
 	}
 	while (sent < k) {
+		if (dev->cap)
+			t_us = urxe_capture_now_us();
 		rc = urxe_udp_send(dev->udp, send + sent, k - sent, NULL);
 		if (rc == -EAGAIN && ++tries <= 3) {
 			wait_writable(dev);
@@ -349,7 +353,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			for (i = sent; i < sent + (unsigned int)rc; i++) {
 				segs = merged ? &gb->segs[gb->seg0[i]] : NULL;
 				capture_out(dev, &send[i], segs, dev->faults ?
-					    urxe_dev_fault_note(dev, i) : NULL);
+					    urxe_dev_fault_note(dev, i) : NULL,
+					    t_us);
 			}
 		}
 		sent += (unsigned int)rc;

@@ -479,12 +479,21 @@ struct urxe_capture_pkt {
 	const uint8_t *roce;		/* BTH .. ICRC */
 	uint32_t len;
 	const char *comment;		/* the frame's pcapng comment, or NULL */
+	/*
+	 * When it happened (urxe_capture_now_us()), or 0 for the moment of
+	 * writing: a sender takes the time before its send, so that a reply
+	 * the peer records before the sender gets round to writing does not
+	 * come first in a merged trace.
+	 */
+	uint64_t when_us;
 };
 
 /* Opens the pcapng capture file @spec (%p = pid). */
 int urxe_capture_open(const char *spec, const uint8_t mac[6],
 		      struct urxe_capture **out);
 void urxe_capture_close(struct urxe_capture *c);
+/* The capture clock: CLOCK_REALTIME in microseconds. */
+uint64_t urxe_capture_now_us(void);
 /* Writes one frame; thread-safe; a NULL capture does nothing. */
 void urxe_capture_write(struct urxe_capture *c,
 			const struct urxe_capture_pkt *p);
