@@ -450,6 +450,37 @@ int urxe_dev_query_gid(struct urxe_dev *dev, uint32_t port, uint32_t index,
 	return memcmp(gid, &zero, sizeof(zero)) ? 0 : -ENODATA;
 }
 
+size_t urxe_dev_gid_hint(struct urxe_dev *dev, char *buf, size_t buflen)
+{
+	union ibv_gid tbl[URXE_GID_TBL_LEN];
+
+	pthread_mutex_lock(&dev->lock);
+	memcpy(tbl, dev->gids, sizeof(tbl));
+	pthread_mutex_unlock(&dev->lock);
+	return urxe_gid_hint(tbl, URXE_GID_TBL_LEN, buf, buflen);
+}
+
+int urxe_dev_query_gid_user(struct urxe_dev *dev, uint32_t port,
+			    uint32_t index, union ibv_gid *gid, bool remember)
+{
+	int rc = urxe_dev_query_gid(dev, port, index, gid);
+	char hint[256];
+
+	/*
+	 * Empty entries inside the table are read by every program that
+	 * scans it (perftest picks its GID so): only remembered.  Past the
+	 * table is a mistake, said at once.
+	 */
+	if (rc == -ENODATA && remember)
+		atomic_store(&dev->gid_empty_read, index + 1);
+	if (rc == -EINVAL && port == 1 && urxe_log_enabled(URXE_LOG_WARN)) {
+		urxe_dev_gid_hint(dev, hint, sizeof(hint));
+		urxe_warn_rl("%s: GID index %u does not exist %s", dev->desc.name,
+			     index, hint);
+	}
+	return rc;
+}
+
 int urxe_dev_query_pkey(struct urxe_dev *dev, uint32_t port, uint16_t index,
 			uint16_t *pkey)
 {

@@ -2,10 +2,11 @@
 /*
  * The device's addressing rules, as pure functions of an interface
  * description: the GID table (rxe_provider/gid.c) on loopback (one
- * ::ffff:127.117.h.l per slot, netdev/slot.c) and on a real interface
- * (link-local from the MAC, then IPv4-mapped, then IPv6, no duplicates,
- * never past the table), the node GUID from the MAC, and the active MTU a
- * link carries (qp_engine/mtu.c: largest IB MTU <= link MTU - 80).
+ * ::ffff:127.117.h.l per slot, netdev/slot.c, at indexes 0 and 1) and
+ * on a real interface (link-local from the MAC, then IPv4-mapped, then
+ * IPv6, no duplicates, never past the table), the node GUID from the
+ * MAC, and the active MTU a link carries (qp_engine/mtu.c: largest IB
+ * MTU <= link MTU - 80).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -113,10 +114,16 @@ START_TEST(loopback_table)
 	add_v6(&ifc, "::1");
 	memset(tbl, 0xee, sizeof(tbl));
 
-	ck_assert_uint_eq(urxe_gid_table_build(&ifc, c->slot, tbl, URXE_GID_TBL_LEN), 1);
+	/* Index 1 repeats index 0 (`-g 1`, the usual IPv4 index, works). */
+	ck_assert_uint_eq(urxe_gid_table_build(&ifc, c->slot, tbl, URXE_GID_TBL_LEN), 2);
 	snprintf(want, sizeof(want), "::ffff:127.117.%u.%u", c->h, c->l);
 	assert_gid(&tbl[0], want, 0);
-	assert_empty_from(tbl, 1, URXE_GID_TBL_LEN);
+	assert_gid(&tbl[1], want, 1);
+	assert_empty_from(tbl, 2, URXE_GID_TBL_LEN);
+	/* A table of one entry holds index 0 alone. */
+	memset(tbl, 0xee, sizeof(tbl));
+	ck_assert_uint_eq(urxe_gid_table_build(&ifc, c->slot, tbl, 1), 1);
+	assert_gid(&tbl[0], want, 0);
 }
 END_TEST
 
