@@ -97,6 +97,17 @@ int urxe_qp_mask_required(enum ibv_qp_state cur, enum ibv_qp_state next,
 int urxe_qp_mask_optional(enum ibv_qp_state cur, enum ibv_qp_state next,
 			  enum ibv_qp_type type);
 /*
+ * For messages: the IBV_QP_* names of @mask's bits ("IBV_QP_AV,
+ * IBV_QP_DEST_QPN"); why @mask does not suit @cur -> @next ("missing
+ * IBV_QP_RQ_PSN; not allowed: IBV_QP_SQ_PSN", or that there is no such
+ * transition); and what a value of attribute @bit must be.
+ */
+void urxe_qp_mask_names(int mask, char *buf, size_t len);
+void urxe_qp_mask_explain(enum ibv_qp_state cur, enum ibv_qp_state next,
+			  enum ibv_qp_type type, int mask, char *buf,
+			  size_t len);
+const char *urxe_qp_attr_range(int bit);
+/*
  * The attributes a QP of @type ignores, dropped from the mask before the
  * table is consulted, as the kernel's modify_qp does: an XRC INI QP has
  * no responder (MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER), a TGT QP no requester

@@ -25,7 +25,8 @@ void urxe_log_reset(void);
  * error...): at most URXE_LOG_BURST lines per URXE_LOG_WINDOW_S seconds
  * from one call site; the next window's first line is preceded by how
  * many were left out.  urxe_log_ratelimit() is true when the line is to be
- * printed: the level is enabled and the site has room.  Check it before
+ * printed: the level is enabled and the site has room (always at debug
+ * level).  Check it before
  * any costly formatting (the _rl macros do).
  */
 #define URXE_LOG_BURST 5
