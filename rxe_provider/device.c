@@ -111,6 +111,11 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	rc = refresh_locked(dev);
 	if (rc)
 		goto err_slot;
+	if (!dev->iface.up)
+		urxe_warn("%s: interface %s is down: nothing can be sent or received until `ip link set %s up`%s",
+			  desc->name, desc->netdev, desc->netdev,
+			  dev->iface.loopback ?
+			  " (a new network namespace starts with lo down)" : "");
 	/* Statistics are for people: without them the device still works. */
 	rc = urxe_stats_attach(desc->rundir, &dev->slot, desc->name,
 			       desc->netdev, &dev->stats);

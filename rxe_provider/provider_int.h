@@ -54,6 +54,8 @@ void urxe_dev_transport_fini(struct urxe_dev *dev);
  */
 /* ops->peer_unread (flow.c): a local peer that has not read its socket. */
 bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid);
+/* ops->peer_absent (flow.c): an address of this host nobody owns. */
+bool urxe_dev_peer_absent(void *priv, const union ibv_gid *dgid);
 uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid,
 			  uint32_t len);
 /* The transmit batch went to the kernel: its packets are no longer unsent. */
