@@ -329,6 +329,8 @@ void urxe_dev_after_fork_child(void)
 			urxe_packet_close(dev->pkt);
 		dev->pkt = NULL;
 		dev->nudp_fds = 0;
+		/* Our copies of its netlink sockets (flow.c): nothing asks. */
+		urxe_dev_flow_free(dev);
 		dev->dead = true;
 	}
 }
