@@ -96,7 +96,8 @@ URXE_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 
 	if (index < 0)
 		return urxe_ret_minus1(-EINVAL);
-	rc = urxe_dev_query_gid(ctx_dev(context), port_num, (uint32_t)index, gid);
+	rc = urxe_dev_query_gid_user(ctx_dev(context), port_num,
+				     (uint32_t)index, gid, true);
 	/* An empty entry reads as the zero GID; only _ex says ENODATA. */
 	if (rc == -ENODATA)
 		rc = 0;
@@ -125,7 +126,7 @@ URXE_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
 
 	if (flags || entry_size < sizeof(*entry))
 		return urxe_ret_errno(-EINVAL);
-	rc = urxe_dev_query_gid(dev, port_num, gid_index, &gid);
+	rc = urxe_dev_query_gid_user(dev, port_num, gid_index, &gid, false);
 	if (!rc)
 		fill_entry(dev, port_num, gid_index, &gid, entry);
 	return urxe_ret_errno(rc);
@@ -166,7 +167,8 @@ URXE_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 	union ibv_gid gid;
 	int rc;
 
-	rc = urxe_dev_query_gid(ctx_dev(context), port_num, index, &gid);
+	rc = urxe_dev_query_gid_user(ctx_dev(context), port_num, index, &gid,
+				     false);
 	if (rc == -ENODATA) {
 		/* An empty entry: what libibverbs has always answered. */
 		*type = IBV_GID_TYPE_SYSFS_IB_ROCE_V1;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <urxe/log.h>
 
@@ -72,4 +73,35 @@ void urxe_log(enum urxe_log_level level, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "urxe: %s: %s\n", tags[level], buf);
 	errno = saved;
+}
+
+int urxe_log_ratelimit(struct urxe_ratelimit *rl, enum urxe_log_level level)
+{
+	int saved = errno;
+	unsigned long long now, start;
+	unsigned int missed;
+	struct timespec ts;
+
+	if (!urxe_log_enabled(level))
+		return 0;
+	/* Whoever asked for debug output wants every line. */
+	if (urxe_log_enabled(URXE_LOG_DEBUG))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (unsigned long long)ts.tv_sec;
+	start = atomic_load(&rl->window);
+	/* One thread opens the next window; the others count in it. */
+	if ((!start || now - start >= URXE_LOG_WINDOW_S) &&
+	    atomic_compare_exchange_strong(&rl->window, &start, now)) {
+		atomic_store(&rl->printed, 0);
+		missed = atomic_exchange(&rl->missed, 0);
+		if (missed)
+			urxe_log(level, "(%u more lines like the next were left out: at most %d every %d s)",
+				 missed, URXE_LOG_BURST, URXE_LOG_WINDOW_S);
+	}
+	errno = saved;
+	if (atomic_fetch_add(&rl->printed, 1) < URXE_LOG_BURST)
+		return 1;
+	atomic_fetch_add(&rl->missed, 1);
+	return 0;
 }

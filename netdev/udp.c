@@ -362,7 +362,11 @@ static int open_rx(struct urxe_udp *u, int fam, const struct urxe_udp_conf *c)
 		snprintf(where, sizeof(where), "%s (%s)", c->ifc->name,
 			 fam == V4 ? "IPv4" : "IPv6");
 	if (rc == -EADDRINUSE && !c->loopback)
-		urxe_err("UDP port %d on %s is owned by another process (or a urxe loopback device here holds 127.117.x.y:%d): the udp backend serves one process per interface; the packet backend (CAP_NET_RAW) lets several processes share it",
+		urxe_err("UDP port %d on %s is held by another process (`ss -ulpn 'sport = :%d'` shows which; a urxe loopback device holds 127.117.x.y:%d): the udp backend needs the port on its interface to itself; stop that process, or give this device the packet backend (`urxe dev add NAME netdev %s backend packet`, CAP_NET_RAW), which shares it",
+			 URXE_UDP_PORT, where, URXE_UDP_PORT, URXE_UDP_PORT,
+			 c->ifc->name);
+	else if (rc == -EADDRINUSE)
+		urxe_err("UDP port %d on %s is held by another process (`ss -ulpn 'sport = :%d'` shows which): close it; the next device instance takes another address",
 			 URXE_UDP_PORT, where, URXE_UDP_PORT);
 	else if (rc != -EAFNOSUPPORT || fam == V4)
 		urxe_err("cannot bind UDP port %d on %s: %s", URXE_UDP_PORT,

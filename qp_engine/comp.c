@@ -250,6 +250,7 @@ static void fail(struct urxe_eqp *qp, uint32_t psn, enum ibv_wc_status status)
 		wqe->status = status;
 		wqe->state = URXE_WQE_DONE;
 	}
+	urxe_qp_err_requester(qp, status, psn);
 	urxe_qp_error(qp, URXE_NO_EVENT);
 }
 
@@ -462,6 +463,22 @@ static bool peer_stalled(struct urxe_eqp *qp, uint64_t now)
 	return now - qp->stall_since < URXE_PEER_STALL_MAX_NS;
 }
 
+/*
+ * A timeout without an answer: is there anyone at the destination at all?
+ * One netlink query per timeout, until the answer is no (then said once).
+ */
+static void check_absent(struct urxe_eqp *qp)
+{
+	struct urxe_engine *e = qp->eng;
+	struct urxe_tx_path path;
+
+	if (!e->ops->peer_absent || atomic_load(&qp->dst_absent))
+		return;
+	urxe_qp_path(qp, &path);
+	if (e->ops->peer_absent(e->priv, path.dgid))
+		urxe_engine_qp_dst_absent(qp, path.dgid);
+}
+
 void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 {
 	if (qp->flow_deadline && now >= qp->flow_deadline) {
@@ -489,6 +506,7 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 		return;
 	}
 	if (now - qp->progress_ns >= iba_timeout_ns(qp)) {
+		check_absent(qp);
 		if (!qp->retries_left) {
 			struct urxe_engine *e = qp->eng;
 

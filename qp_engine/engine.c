@@ -5,6 +5,7 @@
  * responder or completer), and the progress entry points.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -41,6 +42,8 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	eng->ops = conf->ops;
 	eng->priv = conf->priv;
 	eng->slot = conf->slot;
+	snprintf(eng->name, sizeof(eng->name), "%s",
+		 conf->name ? conf->name : "urxe");
 	eng->gid0 = conf->gid0;
 	eng->key_next = 1;
 	keys_seed(eng, conf->key_seed);
@@ -731,6 +734,26 @@ static bool state_takes_input(enum ibv_qp_state s)
 	       s == IBV_QPS_SQE;
 }
 
+/*
+ * A requester's new path: a destination on this host that nobody owns
+ * (the peer exited between exchanging its address and now, or the GID
+ * is wrong) is said at once, not only when the retries run out.  The
+ * peer's sockets exist from its QP's creation, before it can have told
+ * its QPN.  Progress lock held.
+ */
+static void dst_check(struct urxe_eqp *qp)
+{
+	struct urxe_engine *eng = qp->eng;
+
+	atomic_store(&qp->dst_absent, false);
+	atomic_store(&qp->dst_absent_said, false);
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC &&
+	    qp->type != IBV_QPT_XRC_SEND)
+		return;
+	if (eng->ops->peer_absent &&
+	    eng->ops->peer_absent(eng->priv, &qp->attr.dgid))
+		urxe_engine_qp_dst_absent(qp, &qp->attr.dgid);
+}
 int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 			  int mask)
 {
@@ -806,6 +829,7 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 		qp->attr.tclass = a->tclass;
 		qp->attr.hop_limit = a->hop_limit;
 		qp->attr.flow_label = a->flow_label;
+		dst_check(qp);
 	}
 	if (mask & IBV_QP_STATE) {
 		enum ibv_qp_state old = qp->attr.state;

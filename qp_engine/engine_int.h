@@ -37,6 +37,7 @@ struct urxe_engine {
 	const struct urxe_engine_ops *ops;
 	void *priv;
 	unsigned int slot;
+	char name[32];			/* the device's, for messages */
 	union ibv_gid gid0;
 	struct urxe_icrc_ids icrc_ids;	/* IDs solved, header CRCs; under lock */
 
@@ -442,5 +443,17 @@ void urxe_tgt_end(struct urxe_eqp *qp);
 
 /* The key table index @key names (engine.c, "keys"); 0: none. */
 uint32_t urxe_engine_key_index(const struct urxe_engine *eng, uint32_t key);
+
+/*
+ * qperr.c: the line a QP's move to ERR by the transport leaves at the
+ * default log level (rate-limited), with the reason and what to do.
+ * Requester side: @st the failed WQE's status (@psn its PSN, @syn a NAK's
+ * syndrome or 0).  Responder side: the NAK code it sent for the request
+ * at @psn.  Progress lock held; QP state still the old one.
+ */
+void urxe_qp_err_requester(struct urxe_eqp *qp, enum ibv_wc_status st,
+			   uint32_t psn);
+void urxe_qp_err_responder(struct urxe_eqp *qp, uint8_t nak_code,
+			   uint32_t psn);
 
 #endif

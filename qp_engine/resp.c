@@ -348,6 +348,7 @@ static void resp_error(struct urxe_eqp *qp, uint32_t psn, uint8_t code,
 {
 	if (urxe_qp_reliable(qp))
 		send_nak(qp, psn, code);
+	urxe_qp_err_responder(qp, code, psn);
 	urxe_qp_error(qp, ev);
 }
 

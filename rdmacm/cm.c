@@ -91,9 +91,16 @@ int cm_init(void)
 			continue;
 		}
 		cm.gsi->info(d->ctx, &d->info);
-		for (k = 0; k < CM_GIDS && k < d->port.gid_tbl_len; k++)
-			if (ibv_query_gid(d->ctx, 1, k, &d->gid[k]))
+		/* _ex: a plain ibv_query_gid of an empty entry is noted as
+		 * the program's (urxe_dev_query_gid_user). */
+		for (k = 0; k < CM_GIDS && k < d->port.gid_tbl_len; k++) {
+			struct ibv_gid_entry e;
+
+			if (ibv_query_gid_ex(d->ctx, 1, (uint32_t)k, &e, 0))
 				memset(&d->gid[k], 0, sizeof(d->gid[k]));
+			else
+				d->gid[k] = e.gid;
+		}
 		d->ngid = k;
 		d->gsi_fd = -1;
 		cm.ndev++;

@@ -17,11 +17,35 @@
 
 static atomic_uint next_handle = 1;
 
+static struct urxe_ratelimit no_grh_rl, bad_sgid_rl;
+
+/*
+ * An address without a GRH.  Programs such as ibv_rc_pingpong set
+ * is_global only when the peer's GID is not zero, and an empty GID entry
+ * reads as zero: so `-g 3` on both sides ends here, not at the index.
+ */
+static void no_grh(struct urxe_dev *dev)
+{
+	unsigned int empty = atomic_load(&dev->gid_empty_read);
+	char hint[256];
+
+	if (!urxe_log_ratelimit(&no_grh_rl, URXE_LOG_WARN))
+		return;
+	urxe_dev_gid_hint(dev, hint, sizeof(hint));
+	if (empty)
+		urxe_warn("%s: GID index %u does not exist %s (it reads as GID ::, so the address got no GRH: is_global 0)",
+			  dev->desc.name, empty - 1, hint);
+	else
+		urxe_warn("%s: an address without a GRH (is_global 0), which RoCE needs: pass a GID index %s",
+			  dev->desc.name, hint);
+}
+
 int urxe_av_resolve(struct urxe_dev *dev, const struct ibv_ah_attr *av,
 		    struct urxe_path *out)
 {
 	const struct ibv_global_route *grh = &av->grh;
 	union ibv_gid sgid;
+	char hint[256];
 	int rc;
 
 	if (av->port_num != 1) {
@@ -30,14 +54,16 @@ int urxe_av_resolve(struct urxe_dev *dev, const struct ibv_ah_attr *av,
 		return -EINVAL;
 	}
 	if (!av->is_global) {
-		urxe_warn("%s: RoCE needs a GRH in every address (is_global=1): pass a GID index (-g/-x, --gid)",
-			  dev->desc.name);
+		no_grh(dev);
 		return -EINVAL;
 	}
 	rc = urxe_dev_query_gid(dev, 1, grh->sgid_index, &sgid);
 	if (rc) {
-		urxe_warn("%s: source GID index %u is %s", dev->desc.name,
-			  grh->sgid_index, rc == -ENODATA ? "empty" : "out of range");
+		if (urxe_log_ratelimit(&bad_sgid_rl, URXE_LOG_WARN)) {
+			urxe_dev_gid_hint(dev, hint, sizeof(hint));
+			urxe_warn("%s: source GID index %u does not exist %s",
+				  dev->desc.name, grh->sgid_index, hint);
+		}
 		return -EINVAL;
 	}
 	/* One IP family per packet: an IPv4 source cannot reach an IPv6 GID. */

@@ -111,6 +111,11 @@ static int dev_create(const struct urxe_dev_desc *desc, struct urxe_dev **out)
 	rc = refresh_locked(dev);
 	if (rc)
 		goto err_slot;
+	if (!dev->iface.up)
+		urxe_warn("%s: interface %s is down: nothing can be sent or received until `ip link set %s up`%s",
+			  desc->name, desc->netdev, desc->netdev,
+			  dev->iface.loopback ?
+			  " (a new network namespace starts with lo down)" : "");
 	/* Statistics are for people: without them the device still works. */
 	rc = urxe_stats_attach(desc->rundir, &dev->slot, desc->name,
 			       desc->netdev, &dev->stats);
@@ -324,6 +329,8 @@ void urxe_dev_after_fork_child(void)
 			urxe_packet_close(dev->pkt);
 		dev->pkt = NULL;
 		dev->nudp_fds = 0;
+		/* Our copies of its netlink sockets (flow.c): nothing asks. */
+		urxe_dev_flow_free(dev);
 		dev->dead = true;
 	}
 }
@@ -448,6 +455,37 @@ int urxe_dev_query_gid(struct urxe_dev *dev, uint32_t port, uint32_t index,
 	*gid = dev->gids[index];
 	pthread_mutex_unlock(&dev->lock);
 	return memcmp(gid, &zero, sizeof(zero)) ? 0 : -ENODATA;
+}
+
+size_t urxe_dev_gid_hint(struct urxe_dev *dev, char *buf, size_t buflen)
+{
+	union ibv_gid tbl[URXE_GID_TBL_LEN];
+
+	pthread_mutex_lock(&dev->lock);
+	memcpy(tbl, dev->gids, sizeof(tbl));
+	pthread_mutex_unlock(&dev->lock);
+	return urxe_gid_hint(tbl, URXE_GID_TBL_LEN, buf, buflen);
+}
+
+int urxe_dev_query_gid_user(struct urxe_dev *dev, uint32_t port,
+			    uint32_t index, union ibv_gid *gid, bool remember)
+{
+	int rc = urxe_dev_query_gid(dev, port, index, gid);
+	char hint[256];
+
+	/*
+	 * Empty entries inside the table are read by every program that
+	 * scans it (perftest picks its GID so): only remembered.  Past the
+	 * table is a mistake, said at once.
+	 */
+	if (rc == -ENODATA && remember)
+		atomic_store(&dev->gid_empty_read, index + 1);
+	if (rc == -EINVAL && port == 1 && urxe_log_enabled(URXE_LOG_WARN)) {
+		urxe_dev_gid_hint(dev, hint, sizeof(hint));
+		urxe_warn_rl("%s: GID index %u does not exist %s", dev->desc.name,
+			     index, hint);
+	}
+	return rc;
 }
 
 int urxe_dev_query_pkey(struct urxe_dev *dev, uint32_t port, uint16_t index,

@@ -400,6 +400,29 @@ bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid)
 	return room < size;
 }
 
+/*
+ * RC's transport timer, for its messages: is @dgid an address of this
+ * host without a RoCE socket?  Every live instance holds one on its
+ * address (the udp backend's receive sockets, the packet backend's sink),
+ * so the kernel's answer "no such socket" means no process owns it.
+ */
+bool urxe_dev_peer_absent(void *priv, const union ibv_gid *dgid)
+{
+	struct urxe_dev *dev = priv;
+	struct urxe_flow *f;
+	struct flow_dst *d;
+	int64_t room, size;
+
+	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))
+		return false;
+	d = dst_find(dev, f, dgid);
+	if (!d->local)
+		return false;
+	f->queries++;
+	return urxe_sockroom_query(f->sr, dgid->raw, URXE_UDP_PORT, &room,
+				   &size) == -ENOENT;
+}
+
 void urxe_dev_flow_sent(struct urxe_dev *dev)
 {
 	if (dev->flow)

@@ -3,6 +3,8 @@
  * GID table and node GUID derivation.  Pure functions of an interface
  * description, so the rules are unit-tested without a network.
  */
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <urxe/provider.h>
@@ -67,10 +69,16 @@ unsigned int urxe_gid_table_build(const struct urxe_iface *ifc,
 	if (ifc->loopback) {
 		/*
 		 * Every process shares lo; each slot owns its own address so
-		 * that any number of them bind port 4791 unprivileged.
+		 * that any number of them bind port 4791 unprivileged.  Index
+		 * 1 repeats it: it is the IPv4 GID of a typical kernel rxe
+		 * device (after the link-local one), so `-g 1` from every
+		 * tutorial works here too.  Never a shared address: the
+		 * source of what QPs send is their own slot's either way.
 		 */
 		gid_from_v4(&gid, urxe_slot_loopback_addr(slot));
-		return add_gid(tbl, n, len, &gid);
+		for (i = 0; i < URXE_GID_LOOPBACK_LEN && i < len; i++)
+			tbl[i] = gid;
+		return i;
 	}
 	if (ifc->has_ipv6) {
 		memset(&gid, 0, sizeof(gid));
@@ -92,4 +100,59 @@ unsigned int urxe_gid_table_build(const struct urxe_iface *ifc,
 		n = add_gid(tbl, n, len, &gid);
 	}
 	return n;
+}
+
+/* "-g 0", "-g 0 or -g 1", "-g 0, -g 1 or -g 2"... */
+static size_t hint_use(char *buf, size_t len, const unsigned int *idx,
+		       unsigned int n)
+{
+	size_t off = 0;
+	unsigned int i;
+
+	for (i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s-g %u",
+					!i ? "" : i + 1 == n ? " or " : ", ",
+					idx[i]);
+	return off;
+}
+
+size_t urxe_gid_hint(const union ibv_gid *tbl, unsigned int len, char *buf,
+		     size_t buflen)
+{
+	static const union ibv_gid zero;
+	char a[INET6_ADDRSTRLEN];
+	unsigned int idx[URXE_GID_TBL_LEN], n = 0, i;
+	size_t off;
+	bool same = true;
+
+	for (i = 0; i < len && n < URXE_GID_TBL_LEN; i++)
+		if (memcmp(&tbl[i], &zero, sizeof(zero))) {
+			idx[n] = i;
+			same = same && (!n || !memcmp(&tbl[i], &tbl[idx[0]],
+						      sizeof(tbl[i])));
+			n++;
+		}
+	if (!n)
+		return (size_t)snprintf(buf, buflen,
+					"(this device has no GID: its interface has no address)");
+	off = (size_t)snprintf(buf, buflen, "(this device has ");
+	for (i = 0; i < n && off < buflen; i++) {
+		inet_ntop(AF_INET6, tbl[idx[i]].raw, a, sizeof(a));
+		/* Loopback: "GID[0] and GID[1], ::ffff:127.117.1.2". */
+		if (same)
+			off += (size_t)snprintf(buf + off, buflen - off,
+						"%sGID[%u]%s%s",
+						!i ? "" : i + 1 == n ? " and " : ", ",
+						idx[i], i + 1 == n ? ", " : "",
+						i + 1 == n ? a : "");
+		else
+			off += (size_t)snprintf(buf + off, buflen - off,
+						"%sGID[%u] %s", i ? ", " : "",
+						idx[i], a);
+	}
+	if (off < buflen)
+		off += (size_t)snprintf(buf + off, buflen - off, "); use ");
+	if (off < buflen)
+		off += hint_use(buf + off, buflen - off, idx, n);
+	return off;
 }

@@ -54,6 +54,8 @@ void urxe_dev_transport_fini(struct urxe_dev *dev);
  */
 /* ops->peer_unread (flow.c): a local peer that has not read its socket. */
 bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid);
+/* ops->peer_absent (flow.c): an address of this host nobody owns. */
+bool urxe_dev_peer_absent(void *priv, const union ibv_gid *dgid);
 uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid,
 			  uint32_t len);
 /* The transmit batch went to the kernel: its packets are no longer unsent. */
@@ -96,6 +98,17 @@ int urxe_qp_mask_required(enum ibv_qp_state cur, enum ibv_qp_state next,
 			  enum ibv_qp_type type);
 int urxe_qp_mask_optional(enum ibv_qp_state cur, enum ibv_qp_state next,
 			  enum ibv_qp_type type);
+/*
+ * For messages: the IBV_QP_* names of @mask's bits ("IBV_QP_AV,
+ * IBV_QP_DEST_QPN"); why @mask does not suit @cur -> @next ("missing
+ * IBV_QP_RQ_PSN; not allowed: IBV_QP_SQ_PSN", or that there is no such
+ * transition); and what a value of attribute @bit must be.
+ */
+void urxe_qp_mask_names(int mask, char *buf, size_t len);
+void urxe_qp_mask_explain(enum ibv_qp_state cur, enum ibv_qp_state next,
+			  enum ibv_qp_type type, int mask, char *buf,
+			  size_t len);
+const char *urxe_qp_attr_range(int bit);
 /*
  * The attributes a QP of @type ignores, dropped from the mask before the
  * table is consulted, as the kernel's modify_qp does: an XRC INI QP has

@@ -450,49 +450,80 @@ static enum ibv_qp_state cur_state(struct urxe_qp *qp)
 	return __atomic_load_n(&qp->e.attr.state, __ATOMIC_ACQUIRE);
 }
 
-static int check_path_attrs(const struct ibv_qp_attr *a, int mask)
+/* The attribute of @mask whose value is out of range, or 0. */
+static int bad_path_attr(const struct ibv_qp_attr *a, int mask)
 {
 	if ((mask & IBV_QP_PORT) && a->port_num != 1)
-		return -EINVAL;
+		return IBV_QP_PORT;
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= URXE_PKEY_TBL_LEN)
-		return -EINVAL;
+		return IBV_QP_PKEY_INDEX;
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(unsigned int)QP_ACCESS_OK))
-		return -EINVAL;
+		return IBV_QP_ACCESS_FLAGS;
 	if ((mask & IBV_QP_PATH_MTU) &&
 	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
-		return -EINVAL;
+		return IBV_QP_PATH_MTU;
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > QPN_MASK)
-		return -EINVAL;
+		return IBV_QP_DEST_QPN;
 	/* No automatic path migration: an alternate path is kept, unused. */
 	if ((mask & IBV_QP_ALT_PATH) &&
 	    (a->alt_port_num != 1 || a->alt_ah_attr.port_num != 1 ||
 	     a->alt_timeout > 31 || a->alt_pkey_index >= URXE_PKEY_TBL_LEN))
-		return -EINVAL;
+		return IBV_QP_ALT_PATH;
 	if ((mask & IBV_QP_PATH_MIG_STATE) &&
 	    (unsigned int)a->path_mig_state > IBV_MIG_ARMED)
-		return -EINVAL;
+		return IBV_QP_PATH_MIG_STATE;
 	return 0;
 }
 
 /* IBA 9.7.5.2.8 and 9.7.6: the timer and retry fields' widths. */
-static int check_transport_attrs(const struct ibv_qp_attr *a, int mask)
+static int bad_transport_attr(const struct ibv_qp_attr *a, int mask)
 {
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
-		return -EINVAL;
+		return IBV_QP_TIMEOUT;
 	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
-		return -EINVAL;
+		return IBV_QP_RETRY_CNT;
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
-		return -EINVAL;
+		return IBV_QP_RNR_RETRY;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
-		return -EINVAL;
+		return IBV_QP_MIN_RNR_TIMER;
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
 	    a->max_rd_atomic > URXE_MAX_RD_ATOM)
-		return -EINVAL;
+		return IBV_QP_MAX_QP_RD_ATOMIC;
 	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
 	    a->max_dest_rd_atomic > URXE_MAX_RD_ATOM)
-		return -EINVAL;
+		return IBV_QP_MAX_DEST_RD_ATOMIC;
 	return 0;
+}
+
+/*
+ * Every refused modify says why at the default log level, naming the
+ * attributes: a mask in hex is a number nobody reads.  Rate-limited: a
+ * program may retry in a loop.
+ */
+static struct urxe_ratelimit modify_rl;
+
+#define modify_refused(qp, cur, next, fmt, ...)                            \
+	do {                                                               \
+		if (urxe_log_ratelimit(&modify_rl, URXE_LOG_WARN))         \
+			urxe_warn("%s: modify_qp QP 0x%06x %s->%s: " fmt,   \
+				  (qp)->dev->desc.name, (qp)->e.qpn,       \
+				  urxe_qp_state_names[cur],                \
+				  urxe_qp_state_names[next], __VA_ARGS__); \
+	} while (0)
+
+static void mask_refused(const struct urxe_qp *qp, int mask,
+			 enum ibv_qp_state cur, enum ibv_qp_state next)
+{
+	char why[512];
+
+	if (!urxe_log_ratelimit(&modify_rl, URXE_LOG_WARN))
+		return;
+	urxe_qp_mask_explain(cur, next, qp->vqp.qp_base.qp_type, mask, why,
+			     sizeof(why));
+	urxe_warn("%s: modify_qp QP 0x%06x %s->%s: %s", qp->dev->desc.name,
+		  qp->e.qpn, urxe_qp_state_names[cur],
+		  urxe_qp_state_names[next], why);
 }
 
 static int check_transition(const struct urxe_qp *qp,
@@ -500,26 +531,30 @@ static int check_transition(const struct urxe_qp *qp,
 			    enum ibv_qp_state cur, enum ibv_qp_state *next)
 {
 	enum ibv_qp_type type = qp->vqp.qp_base.qp_type;
+	char names[128];
 
-	if (mask & ~QP_MASK_LEGACY)
+	*next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
+	if (mask & ~QP_MASK_LEGACY) {
+		urxe_qp_mask_names(mask & ~QP_MASK_LEGACY, names, sizeof(names));
+		modify_refused(qp, cur, cur, "not supported: %s (for a rate: ibv_modify_qp_rate_limit)",
+			       names);
 		return -EOPNOTSUPP;
-	/* IBA 11.2.5.2: a wrong "current state" fails the modify. */
-	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != cur) {
-		urxe_dbg("QP 0x%06x: is %s, not %s", qp->e.qpn,
-			 urxe_qp_state_names[cur],
-			 (unsigned int)a->cur_qp_state <= IBV_QPS_ERR ?
-			 urxe_qp_state_names[a->cur_qp_state] : "a state");
+	}
+	if ((unsigned int)*next > IBV_QPS_ERR) {
+		modify_refused(qp, cur, cur, "qp_state %u is no state (RESET..ERR)",
+			       (unsigned int)*next);
 		return -EINVAL;
 	}
-	*next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
-	if ((unsigned int)*next > IBV_QPS_ERR)
+	/* IBA 11.2.5.2: a wrong "current state" fails the modify. */
+	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != cur) {
+		modify_refused(qp, cur, *next, "IBV_QP_CUR_STATE says %s, the QP is %s",
+			       (unsigned int)a->cur_qp_state <= IBV_QPS_ERR ?
+			       urxe_qp_state_names[a->cur_qp_state] : "no state",
+			       urxe_qp_state_names[cur]);
 		return -EINVAL;
+	}
 	if (!urxe_qp_mask_ok(cur, *next, type, mask)) {
-		urxe_dbg("QP 0x%06x: %s -> %s: attr mask 0x%x, required 0x%x, optional 0x%x",
-			 qp->e.qpn, urxe_qp_state_names[cur],
-			 urxe_qp_state_names[*next], mask,
-			 urxe_qp_mask_required(cur, *next, type),
-			 urxe_qp_mask_optional(cur, *next, type));
+		mask_refused(qp, mask, cur, *next);
 		return -EINVAL;
 	}
 	return 0;
@@ -624,16 +659,24 @@ static int check_modify(struct urxe_qp *qp, const struct ibv_qp_attr *a,
 			int mask, enum ibv_qp_state cur,
 			enum ibv_qp_state *next, struct urxe_path *path)
 {
-	int rc;
+	char name[40];
+	int rc, bad;
 
 	rc = check_transition(qp, a, mask, cur, next);
-	if (!rc)
-		rc = check_path_attrs(a, mask);
-	if (!rc)
-		rc = check_transport_attrs(a, mask);
-	if (!rc && (mask & IBV_QP_AV))
-		rc = urxe_av_resolve(qp->dev, &a->ah_attr, path);
-	return rc;
+	if (rc)
+		return rc;
+	bad = bad_path_attr(a, mask);
+	if (!bad)
+		bad = bad_transport_attr(a, mask);
+	if (bad) {
+		urxe_qp_mask_names(bad, name, sizeof(name));
+		modify_refused(qp, cur, *next, "%s out of range (%s)", name,
+			       urxe_qp_attr_range(bad));
+		return -EINVAL;
+	}
+	if (mask & IBV_QP_AV)
+		return urxe_av_resolve(qp->dev, &a->ah_attr, path);
+	return 0;
 }
 
 int urxe_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)

@@ -9,7 +9,11 @@
  * responder), so urxe refuses what a kernel device refuses.  Value
  * checks of the attributes live in qp.c.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include <urxe/provider.h>
+#include <urxe/util.h>
 
 #include "provider_int.h"
 
@@ -282,4 +286,128 @@ int urxe_qp_mask_ignored(enum ibv_qp_type type)
 	default:
 		return 0;
 	}
+}
+
+/* ---- for people: what a refused mask lacks or has too many of ---- */
+
+static const struct {
+	int bit;
+	const char *name;
+	const char *range;	/* what a value must be (NULL: any) */
+} attr_names[] = {
+	{ IBV_QP_STATE, "IBV_QP_STATE", "qp_state RESET..ERR" },
+	{ IBV_QP_CUR_STATE, "IBV_QP_CUR_STATE", NULL },
+	{ IBV_QP_EN_SQD_ASYNC_NOTIFY, "IBV_QP_EN_SQD_ASYNC_NOTIFY", NULL },
+	{ IBV_QP_ACCESS_FLAGS, "IBV_QP_ACCESS_FLAGS",
+	  "qp_access_flags of LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, MW_BIND, ON_DEMAND, OPTIONAL_RANGE" },
+	{ IBV_QP_PKEY_INDEX, "IBV_QP_PKEY_INDEX", "pkey_index 0 (one P_Key)" },
+	{ IBV_QP_PORT, "IBV_QP_PORT", "port_num 1" },
+	{ IBV_QP_QKEY, "IBV_QP_QKEY", NULL },
+	{ IBV_QP_AV, "IBV_QP_AV", NULL },
+	{ IBV_QP_PATH_MTU, "IBV_QP_PATH_MTU", "path_mtu IBV_MTU_256..IBV_MTU_4096" },
+	{ IBV_QP_TIMEOUT, "IBV_QP_TIMEOUT", "timeout 0..31" },
+	{ IBV_QP_RETRY_CNT, "IBV_QP_RETRY_CNT", "retry_cnt 0..7" },
+	{ IBV_QP_RNR_RETRY, "IBV_QP_RNR_RETRY", "rnr_retry 0..7" },
+	{ IBV_QP_RQ_PSN, "IBV_QP_RQ_PSN", NULL },
+	{ IBV_QP_MAX_QP_RD_ATOMIC, "IBV_QP_MAX_QP_RD_ATOMIC", "max_rd_atomic 0..128" },
+	{ IBV_QP_ALT_PATH, "IBV_QP_ALT_PATH",
+	  "alt_port_num 1, alt_ah_attr.port_num 1, alt_timeout 0..31, alt_pkey_index 0" },
+	{ IBV_QP_MIN_RNR_TIMER, "IBV_QP_MIN_RNR_TIMER", "min_rnr_timer 0..31" },
+	{ IBV_QP_SQ_PSN, "IBV_QP_SQ_PSN", NULL },
+	{ IBV_QP_MAX_DEST_RD_ATOMIC, "IBV_QP_MAX_DEST_RD_ATOMIC",
+	  "max_dest_rd_atomic 0..128" },
+	{ IBV_QP_PATH_MIG_STATE, "IBV_QP_PATH_MIG_STATE",
+	  "path_mig_state MIGRATED, REARM or ARMED" },
+	{ IBV_QP_CAP, "IBV_QP_CAP", NULL },
+	{ IBV_QP_DEST_QPN, "IBV_QP_DEST_QPN", "dest_qp_num of 24 bits" },
+	{ IBV_QP_RATE_LIMIT, "IBV_QP_RATE_LIMIT", NULL },
+};
+
+_Static_assert(URXE_MAX_RD_ATOM == 128, "the ranges above say 128");
+
+/* Appends @s to @buf (NUL-terminated, @len bytes); never overflows. */
+static void put(char *buf, size_t len, const char *s)
+{
+	size_t off = strnlen(buf, len);
+
+	if (off + 1 < len)
+		snprintf(buf + off, len - off, "%s", s);
+}
+
+void urxe_qp_mask_names(int mask, char *buf, size_t len)
+{
+	unsigned int i;
+	int rest = mask;
+
+	buf[0] = '\0';
+	for (i = 0; i < URXE_ARRAY_SIZE(attr_names); i++) {
+		if (!(mask & attr_names[i].bit))
+			continue;
+		if (buf[0])
+			put(buf, len, ", ");
+		put(buf, len, attr_names[i].name);
+		rest &= ~attr_names[i].bit;
+	}
+	if (rest) {
+		char hex[24];
+
+		snprintf(hex, sizeof(hex), "%s0x%x", buf[0] ? ", " : "",
+			 (unsigned int)rest);
+		put(buf, len, hex);
+	}
+}
+
+const char *urxe_qp_attr_range(int bit)
+{
+	unsigned int i;
+
+	for (i = 0; i < URXE_ARRAY_SIZE(attr_names); i++)
+		if (attr_names[i].bit == bit)
+			return attr_names[i].range ? attr_names[i].range : "";
+	return "";
+}
+
+/* "missing A, B; not allowed: C" */
+static void explain_mask(int mask, int req, int opt, char *buf, size_t len)
+{
+	char names[384];
+	int missing = req & ~mask, extra = mask & ~(req | opt | IBV_QP_STATE);
+
+	buf[0] = '\0';
+	if (missing) {
+		urxe_qp_mask_names(missing, names, sizeof(names));
+		put(buf, len, "missing ");
+		put(buf, len, names);
+	}
+	if (extra) {
+		urxe_qp_mask_names(extra, names, sizeof(names));
+		put(buf, len, missing ? "; not allowed: " : "not allowed: ");
+		put(buf, len, names);
+	}
+}
+
+void urxe_qp_mask_explain(enum ibv_qp_state cur, enum ibv_qp_state next,
+			  enum ibv_qp_type type, int mask, char *buf,
+			  size_t len)
+{
+	int ti = type_index(type);
+	const struct qp_trans *t;
+
+	if (ti < 0 || (unsigned int)cur > IBV_QPS_ERR ||
+	    (unsigned int)next > IBV_QPS_ERR) {
+		snprintf(buf, len, "no transitions for this QP type");
+		return;
+	}
+	t = &trans[cur][next];
+	if (!t->valid) {
+		snprintf(buf, len, "%s->%s is no transition (IBA 10.3.1)",
+			 urxe_qp_state_names[cur], urxe_qp_state_names[next]);
+		return;
+	}
+	if ((mask & IBV_QP_CUR_STATE) && cur != IBV_QPS_RTR &&
+	    cur != IBV_QPS_RTS && cur != IBV_QPS_SQD && cur != IBV_QPS_SQE) {
+		snprintf(buf, len, "not allowed: IBV_QP_CUR_STATE (only from RTR, RTS, SQD or SQE)");
+		return;
+	}
+	explain_mask(mask, t->req[ti], t->opt[ti], buf, len);
 }

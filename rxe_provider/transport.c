@@ -486,12 +486,14 @@ static const struct urxe_engine_ops dev_ops = {
 	.xrc_watch = urxe_xrc_op_watch,
 	.tx_wait = urxe_dev_tx_wait,
 	.peer_unread = urxe_dev_peer_unread,
+	.peer_absent = urxe_dev_peer_absent,
 };
 
 int urxe_dev_transport_init(struct urxe_dev *dev)
 {
 	struct urxe_engine_conf conf = {
 		.slot = dev->slot.index,
+		.name = dev->desc.name,
 		.gid0 = dev->gids[0],
 		.ops = dev->desc.backend == URXE_BACKEND_PACKET ?
 		       &urxe_packet_dev_ops : &dev_ops,

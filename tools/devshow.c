@@ -37,6 +37,7 @@ static void show_gids(const struct urxe_iface *ifc)
 
 	if (ifc->loopback) {
 		printf("\tGID[0]: ::ffff:127.117.H.L, one address per process (slot): see the instances below\n");
+		printf("\tGID[1]: the same address again (RoCE v2; -g 1 works too)\n");
 		return;
 	}
 	n = urxe_gid_table_build(ifc, 0, tbl, URXE_GID_TBL_LEN);

@@ -417,7 +417,23 @@ struct urxe_eqp {
 	 * this host, has not read what it was sent (0: not now).
 	 */
 	uint64_t stall_since;
+	/*
+	 * RC/UC requester: the destination GID is an address of this host
+	 * nobody owns (no process, no socket): found by the provider at the
+	 * modify to RTR or by the completer at a retry timeout, and said
+	 * once (@dst_absent_said) at the default log level; the line when
+	 * the QP then fails says so too.
+	 */
+	atomic_bool dst_absent;
+	atomic_bool dst_absent_said;
 };
+
+/*
+ * Says once, at the default log level, that @qp sends to @dgid, an
+ * address of this host no process owns; marks the QP so.  For the
+ * provider (at RTR) and the completer alike.
+ */
+void urxe_engine_qp_dst_absent(struct urxe_eqp *qp, const union ibv_gid *dgid);
 
 /* ---- the engine ---- */
 
@@ -471,6 +487,13 @@ struct urxe_engine_ops {
 	 * Called with the progress lock held.
 	 */
 	bool (*peer_unread)(void *priv, const union ibv_gid *dgid);
+	/*
+	 * For the messages of an RC requester that gets no answer (may be
+	 * NULL): is @dgid an address of this host on which no process has
+	 * a RoCE socket (UDP 4791)?  Then nobody can answer.  Called with the
+	 * progress lock held, at a retry timeout.
+	 */
+	bool (*peer_absent)(void *priv, const union ibv_gid *dgid);
 };
 
 /* Where an incoming frame came from, as the netdev saw it. */
@@ -502,6 +525,7 @@ struct urxe_stats_rec;
 
 struct urxe_engine_conf {
 	unsigned int slot;		/* QPNs are slot << 14 | index */
+	const char *name;		/* the device's, for messages (or NULL) */
 	union ibv_gid gid0;		/* default source GID (UD without sgid) */
 	const struct urxe_engine_ops *ops;
 	void *priv;

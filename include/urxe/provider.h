@@ -41,6 +41,8 @@ struct urxe_dev_desc {
 };
 
 #define URXE_GID_TBL_LEN 16
+/* Loopback: GID[0] and GID[1], both the slot's own address. */
+#define URXE_GID_LOOPBACK_LEN 2
 #define URXE_PKEY_TBL_LEN 1
 #define URXE_DEFAULT_PKEY 0xffff
 #define URXE_VENDOR_ID 0xffffff	/* as kernel rxe: no vendor */
@@ -53,6 +55,12 @@ struct urxe_dev {
 	/* the slot's shared statistics record (the engine's counters), or NULL */
 	struct urxe_stats_rec *stats;
 	union ibv_gid gids[URXE_GID_TBL_LEN];	/* all-zero: empty */
+	/*
+	 * The last empty GID index ibv_query_gid() read, plus one (0: none):
+	 * a program that sends its peer an empty GID (`-g 3`) later asks for
+	 * an address without a GRH, and the message then names the index.
+	 */
+	atomic_uint gid_empty_read;
 	uint64_t node_guid;		/* network byte order */
 	int refcnt;			/* under the instance list lock */
 	bool dead;			/* inherited across fork() */
@@ -159,7 +167,7 @@ uint64_t urxe_guid_from_mac(const uint8_t mac[6]);
 /*
  * Builds the GID table of a device on @ifc whose instance holds a slot of
  * address index @slot: on loopback the slot's own ::ffff:127.117.h.l at
- * index 0; on a
+ * indexes 0 and 1 (URXE_GID_LOOPBACK_LEN entries, one address); on a
  * real interface the link-local GID from the MAC (when the interface has
  * IPv6), then one GID per IPv4 address, then per IPv6 address.  Unused
  * entries are zeroed.  Returns the number of valid entries.
@@ -168,10 +176,28 @@ unsigned int urxe_gid_table_build(const struct urxe_iface *ifc,
 				  unsigned int slot, union ibv_gid *tbl,
 				  unsigned int len);
 
+/*
+ * For a message about a wrong GID index: "(this device has GID[0] and
+ * GID[1], ::ffff:127.117.1.2); use -g 0 or -g 1" from the @len entries
+ * of @tbl (empty ones all-zero).  Returns what snprintf() would.
+ */
+size_t urxe_gid_hint(const union ibv_gid *tbl, unsigned int len, char *buf,
+		     size_t buflen);
+/* The same for @dev's table now. */
+size_t urxe_dev_gid_hint(struct urxe_dev *dev, char *buf, size_t buflen);
+
 int urxe_dev_query_device(struct urxe_dev *dev, struct ibv_device_attr_ex *attr);
 int urxe_dev_query_port(struct urxe_dev *dev, uint32_t port,
 			struct ibv_port_attr *attr);
-/* Copies GID @index; -EINVAL past the table, -ENODATA for an empty entry. */
+/*
+ * Copies GID @index; -EINVAL past the table, -ENODATA for an empty entry.
+ * urxe_dev_query_gid_user() is for a program's own query: it says so at
+ * the default log level when the index is past the table, and with
+ * @remember notes an empty one (gid_empty_read: ibv_query_gid(3), which
+ * answers an empty entry with the zero GID and no error).
+ */
+int urxe_dev_query_gid_user(struct urxe_dev *dev, uint32_t port,
+			    uint32_t index, union ibv_gid *gid, bool remember);
 int urxe_dev_query_gid(struct urxe_dev *dev, uint32_t port, uint32_t index,
 		       union ibv_gid *gid);
 int urxe_dev_query_pkey(struct urxe_dev *dev, uint32_t port, uint16_t index,

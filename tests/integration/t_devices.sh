@@ -50,7 +50,11 @@ expect_match "ibv_devinfo -v: GID[0] is ::ffff:127.x.y.z, RoCE v2" devinfo_v \
 expect_match "ibv_devinfo -v: the GID table is longer than one entry" devinfo_v \
 	'^[[:space:]]+gid_tbl_len:[[:space:]]+([2-9]|[1-9][0-9]+)$'
 n=$(grep -c 'GID\[' "$(out devinfo_v)" || true)
-check "on loopback exactly one GID is in use (found $n)" test "$n" -eq 1
+check "on loopback exactly two GIDs are in use (found $n)" test "$n" -eq 2
+check "... GID[1] is GID[0] again ('$(gid_at devinfo_v 1)')" \
+	test -n "$(gid_at devinfo_v 0)" -a "$(gid_at devinfo_v 1)" = "$(gid_at devinfo_v 0)"
+expect_match "ibv_devinfo -v: GID[1] is RoCE v2" devinfo_v \
+	'^[[:space:]]+GID\[  1\]:[[:space:]]+::ffff:127\.[0-9]+\.[0-9]+\.[0-9]+, RoCE v2$'
 
 # --- three processes at once -----------------------------------------------
 # A pyverbs process holds a context and a PD; meanwhile two ibv_devinfo -v

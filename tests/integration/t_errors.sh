@@ -20,6 +20,20 @@
 #     unknown QPNs, the wrong transport, random bytes -- the transfer
 #     still finishes byte-exact and the server's debug counters show the
 #     frames dropped by reason (malformed, bad ICRC, no QP).
+# And what a user reads at the default log level (exact text):
+#   - GIDs: ibv_rc_pingpong -g 1 -c passes on loopback (GID[1] repeats
+#     GID[0]); -g 3 on both sides names the indexes that exist; -g 20
+#     (past the table) too;
+#   - the vanished peer's client says its destination has no owner, and
+#     why its QP failed (retry exceeded);
+#   - errors_verbs.py (pyverbs): a modify_qp INIT->RTR with missing and
+#     extra attributes names them; an RC QP sent to the GID of a process
+#     that has exited (ibv_devinfo's) says nobody owns it, then why it
+#     failed;
+#   - a new network namespace (unshare -rn, lo down): which interface and
+#     the command;
+#   - UDP 4791 held on a veth (a Python socket in a namespace of this
+#     test): where, how to find the owner, what to do.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
@@ -105,6 +119,10 @@ for tr in 10:3 14:1 8:7; do
 	fi
 	expect_match "$desc: RETRY_EXC_ERR then 3 x WR_FLUSH_ERR within the bound" \
 		"van$t.cli" '^PASS vanished peer'
+	expect_match "$desc: the client says nobody owns the server's address" \
+		"van$t.cli" "^urxe: warning: rxe0: QP 0x[0-9a-f]{6} sends to ::ffff:127\.117\.[0-9]+\.[0-9]+, which no process on this host owns \(it exited, or the GID is wrong: \`ss -uln 'sport = :4791'\` lists the addresses in use\); the QP will exhaust its retries\$" err
+	expect_match "$desc: ... and why its QP failed" "van$t.cli" \
+		"^urxe: warning: rxe0: QP 0x[0-9a-f]{6} moved to ERR: retry exceeded \(no ACK for PSN [0-9]+ from QP 0x[0-9a-f]{6}, retry_cnt $r\): no process on this host owns ::ffff:127\.117\.[0-9]+\.[0-9]+ \(it exited, or the GID is wrong\)\$" err
 	note "$desc: $(sed -n 's/^measured: //p' "$(out "van$t.cli")")"
 done
 desc="vanished peer, timeout 0 (no transport timer)"
@@ -208,6 +226,119 @@ else
 		note "$desc: server counter $c $n"
 		check "$desc: the server dropped frames as $c ($n)" test "$n" -gt 0
 	done
+fi
+
+# --- what the user reads: GID indexes ------------------------------------------
+
+PP=/usr/bin/ibv_rc_pingpong
+if [ -x "$PP" ]; then
+	GWANT='\(this device has GID\[0\] and GID\[1\], ::ffff:127\.117\.[0-9]+\.[0-9]+\); use -g 0 or -g 1'
+	next_port port
+	if serve g1.srv "$port" as_user "$LIB" "$PP" -g 1 -c -p "$port"; then
+		spid=$BG_PID
+		capture g1.cli as_user "$LIB" "$PP" -g 1 -c -p "$port" localhost
+		crc=$RC
+		reap "$spid"
+		check "ibv_rc_pingpong -g 1 -c on loopback: both exit 0 (client $crc, server $RC)" \
+			test "$crc" -eq 0 -a "$RC" -eq 0
+		expect_match "-g 1: the data checked out" g1.cli '^8192000 bytes in'
+		expect_match "-g 1: the local GID is the process's own ::ffff:127.117.h.l" g1.cli \
+			'^  local address: .* GID ::ffff:127\.117\.[0-9]+\.[0-9]+$'
+		expect_no_match "-g 1: no urxe line at the default log level" g1.cli '^urxe:' err
+	else
+		reap "$BG_PID"
+		fail "ibv_rc_pingpong -g 1: the server did not listen on TCP $port"
+		show g1.srv
+	fi
+	next_port port
+	if serve g3.srv "$port" as_user "$LIB" "$PP" -g 3 -p "$port"; then
+		spid=$BG_PID
+		capture g3.cli as_user "$LIB" "$PP" -g 3 -p "$port" localhost
+		reap "$spid"
+		# The server connects first (and fails): the client sees
+		# the connection close before its own modify.
+		expect_match "-g 3: the server names the GIDs that exist" g3.srv \
+			"^urxe: warning: rxe0: GID index 3 does not exist $GWANT \(it reads as GID ::, so the address got no GRH: is_global 0\)\$" err
+		expect_no_match "-g 3: nothing says 'pass a GID index'" g3.srv 'pass a GID index' err
+	else
+		reap "$BG_PID"
+		fail "ibv_rc_pingpong -g 3: the server did not listen on TCP $port"
+		show g3.srv
+	fi
+	next_port port
+	capture g20 as_user "$LIB" "$PP" -g 20 -p "$port"
+	expect_match "-g 20 (past the table): named at the query" g20 \
+		"^urxe: warning: rxe0: GID index 20 does not exist $GWANT\$" err
+else
+	note "SKIP the ibv_rc_pingpong GID cases: no $PP"
+fi
+
+# --- what the user reads: modify_qp, an exited peer (pyverbs) ---------------------
+
+if "$PY" -c 'import pyverbs.device' 2>/dev/null; then
+	capture ev as_user "$LIB" "$PY" -c "$(<"$HERE/errors_verbs.py")" rxe0 \
+		modify deadpeer
+	expect_rc "errors_verbs.py modify deadpeer: exit 0" 0 ev
+	q=$(sed -n 's/^modify refused \(0x[0-9a-f]*\) errno 22$/\1/p' "$(out ev)")
+	check "modify_qp with a wrong mask fails with EINVAL (QP ${q:-none})" test -n "$q"
+	expect_match "modify_qp names the missing and the extra attributes" ev \
+		"^urxe: warning: rxe0: modify_qp QP ${q:-none} INIT->RTR: missing IBV_QP_RQ_PSN, IBV_QP_DEST_QPN; not allowed: IBV_QP_SQ_PSN\$" err
+	q=$(sed -n 's/^qpn \(0x[0-9a-f]*\)$/\1/p' "$(out ev)")
+	g=$(sed -n 's/^dead \(.*\)$/\1/p' "$(out ev)" | sed 's/\./\\./g')
+	expect_match "an exited process's GID: IBV_WC_RETRY_EXC_ERR" ev '^status retry exceeded$'
+	expect_match "... said at once: nobody owns it" ev \
+		"^urxe: warning: rxe0: QP ${q:-none} sends to ${g:-none}, which no process on this host owns " err
+	expect_match "... and why the QP failed" ev \
+		"^urxe: warning: rxe0: QP ${q:-none} moved to ERR: retry exceeded \(no ACK for PSN 0 from QP 0x000123, retry_cnt 1\): no process on this host owns ${g:-none} \(it exited, or the GID is wrong\)\$" err
+	n=$(grep -c "sends to .*, which no process" "$(err ev)" || true)
+	check "the no-owner line comes once per QP ($n)" test "$n" -eq 1
+else
+	note "SKIP the pyverbs cases: no pyverbs"
+fi
+
+# --- what the user reads: lo down, UDP 4791 held ---------------------------------
+
+if as_user unshare -rn true >/dev/null 2>&1; then
+	NSRUN=$WORK/nsrun
+	mkdir -p "$NSRUN"
+	chown "$TUSER" "$NSRUN" 2>/dev/null || true
+	chmod 700 "$NSRUN"
+	capture lodown as_user "$LIB" URXE_RUNDIR="$NSRUN" unshare -rn ibv_devinfo
+	expect_match "a new network namespace: lo is down, and the command" lodown \
+		'^urxe: warning: rxe0: interface lo is down: nothing can be sent or received until `ip link set lo up` \(a new network namespace starts with lo down\)$' err
+	capture loup as_user "$LIB" URXE_RUNDIR="$NSRUN" unshare -rn sh -c \
+		'ip link set lo up && exec ibv_devinfo'
+	expect_no_match "... and not once lo is up" loup 'is down' err
+else
+	note "SKIP lo down: $TUSER cannot make a network namespace (unshare -rn)"
+fi
+
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null; then
+	ns_add NE e
+	ip -n "$NE" link add vethE type veth peer name vethF
+	ip -n "$NE" addr add 198.18.5.1/24 dev vethE
+	ip -n "$NE" link set vethE up
+	ip -n "$NE" link set vethF up
+	bg_user hold ns_user_plain "$NE" "$PY" -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 4791))
+print("held", flush=True)
+time.sleep(60)'
+	hpid=$BG_PID
+	if wait_for 10 grep -q '^held' "$(out hold)"; then
+		next_port port
+		capture held ns_user "$NE" "$LIB" "URXE_DEVICES=rxe0 netdev vethE" \
+			"$PP" -g 1 -p "$port"
+		expect_match "UDP 4791 held on vethE: where, who, what to do" held \
+			"^urxe: error: UDP port 4791 on vethE \(IPv4\) is held by another process \(\`ss -ulpn 'sport = :4791'\` shows which; a urxe loopback device holds 127\.117\.x\.y:4791\): the udp backend needs the port on its interface to itself; stop that process, or give this device the packet backend \(\`urxe dev add NAME netdev vethE backend packet\`, CAP_NET_RAW\), which shares it\$" err
+	else
+		fail "UDP 4791 held: the holder did not bind"
+		show hold
+	fi
+	stop_pid "$hpid"
+else
+	note "SKIP UDP 4791 held: needs root and ip"
 fi
 
 finish

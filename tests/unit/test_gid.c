@@ -2,10 +2,13 @@
 /*
  * The device's addressing rules, as pure functions of an interface
  * description: the GID table (rxe_provider/gid.c) on loopback (one
- * ::ffff:127.117.h.l per slot, netdev/slot.c) and on a real interface
- * (link-local from the MAC, then IPv4-mapped, then IPv6, no duplicates,
- * never past the table), the node GUID from the MAC, and the active MTU a
- * link carries (qp_engine/mtu.c: largest IB MTU <= link MTU - 80).
+ * ::ffff:127.117.h.l per slot, netdev/slot.c, at indexes 0 and 1) and
+ * on a real interface (link-local from the MAC, then IPv4-mapped, then
+ * IPv6, no duplicates, never past the table), the node GUID from the
+ * MAC, and the active MTU a link carries (qp_engine/mtu.c: largest IB
+ * MTU <= link MTU - 80).  And the words people read about them: the hint
+ * naming the GID indexes that exist, and why ibv_modify_qp refused a mask
+ * (rxe_provider/qp_state.c), by attribute name.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -17,6 +20,7 @@
 #include <urxe/provider.h>
 #include <urxe/util.h>
 
+#include "provider_int.h"
 #include "testutil.h"
 
 static void gid_parse(const char *text, union ibv_gid *gid)
@@ -113,10 +117,16 @@ START_TEST(loopback_table)
 	add_v6(&ifc, "::1");
 	memset(tbl, 0xee, sizeof(tbl));
 
-	ck_assert_uint_eq(urxe_gid_table_build(&ifc, c->slot, tbl, URXE_GID_TBL_LEN), 1);
+	/* Index 1 repeats index 0 (`-g 1`, the usual IPv4 index, works). */
+	ck_assert_uint_eq(urxe_gid_table_build(&ifc, c->slot, tbl, URXE_GID_TBL_LEN), 2);
 	snprintf(want, sizeof(want), "::ffff:127.117.%u.%u", c->h, c->l);
 	assert_gid(&tbl[0], want, 0);
-	assert_empty_from(tbl, 1, URXE_GID_TBL_LEN);
+	assert_gid(&tbl[1], want, 1);
+	assert_empty_from(tbl, 2, URXE_GID_TBL_LEN);
+	/* A table of one entry holds index 0 alone. */
+	memset(tbl, 0xee, sizeof(tbl));
+	ck_assert_uint_eq(urxe_gid_table_build(&ifc, c->slot, tbl, 1), 1);
+	assert_gid(&tbl[0], want, 0);
 }
 END_TEST
 
@@ -339,6 +349,90 @@ START_TEST(mtu_enum_invalid)
 }
 END_TEST
 
+/* The hint of a wrong GID index: the indexes that exist, and `-g`. */
+START_TEST(gid_hint)
+{
+	union ibv_gid tbl[URXE_GID_TBL_LEN];
+	struct urxe_iface ifc;
+	char buf[256];
+
+	memset(&ifc, 0, sizeof(ifc));
+	ifc.loopback = true;
+	urxe_gid_table_build(&ifc, 4, tbl, URXE_GID_TBL_LEN);
+	urxe_gid_hint(tbl, URXE_GID_TBL_LEN, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "(this device has GID[0] and GID[1], ::ffff:127.117.1.5); use -g 0 or -g 1");
+
+	real_iface(&ifc, true);
+	add_v4(&ifc, "198.18.0.1");
+	add_v6(&ifc, "2001:db8::1");
+	urxe_gid_table_build(&ifc, 0, tbl, URXE_GID_TBL_LEN);
+	urxe_gid_hint(tbl, URXE_GID_TBL_LEN, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "(this device has GID[0] fe80::5054:ff:fe12:3456, GID[1] ::ffff:198.18.0.1, GID[2] 2001:db8::1); use -g 0, -g 1 or -g 2");
+
+	memset(tbl, 0, sizeof(tbl));
+	urxe_gid_hint(tbl, URXE_GID_TBL_LEN, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "(this device has no GID: its interface has no address)");
+	/* Cut short, still a string. */
+	urxe_gid_table_build(&ifc, 0, tbl, URXE_GID_TBL_LEN);
+	urxe_gid_hint(tbl, URXE_GID_TBL_LEN, buf, 20);
+	ck_assert_str_eq(buf, "(this device has GI");
+}
+END_TEST
+
+/* --- ibv_modify_qp's refusals, by name --- */
+
+struct explain_case {
+	enum ibv_qp_type type;
+	enum ibv_qp_state cur, next;
+	int mask;
+	const char *want;
+};
+
+static const struct explain_case explain_cases[] = {
+	{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR,
+	  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_SQ_PSN |
+	  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+	  "missing IBV_QP_RQ_PSN, IBV_QP_DEST_QPN; not allowed: IBV_QP_SQ_PSN" },
+	{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT,
+	  IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+	  "missing IBV_QP_PKEY_INDEX" },
+	{ IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT,
+	  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |
+	  IBV_QP_ACCESS_FLAGS,
+	  "not allowed: IBV_QP_ACCESS_FLAGS" },
+	{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_RTS, IBV_QP_STATE,
+	  "RESET->RTS is no transition (IBA 10.3.1)" },
+	{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_INIT,
+	  IBV_QP_STATE | IBV_QP_CUR_STATE,
+	  "not allowed: IBV_QP_CUR_STATE (only from RTR, RTS, SQD or SQE)" },
+};
+
+START_TEST(modify_explain)
+{
+	const struct explain_case *c = &explain_cases[_i];
+	char buf[512];
+
+	ck_assert(!urxe_qp_mask_ok(c->cur, c->next, c->type, c->mask));
+	urxe_qp_mask_explain(c->cur, c->next, c->type, c->mask, buf, sizeof(buf));
+	ck_assert_str_eq(buf, c->want);
+}
+END_TEST
+
+START_TEST(mask_names)
+{
+	char buf[128];
+
+	urxe_qp_mask_names(IBV_QP_AV | IBV_QP_DEST_QPN | (1 << 30), buf,
+			   sizeof(buf));
+	ck_assert_str_eq(buf, "IBV_QP_AV, IBV_QP_DEST_QPN, 0x40000000");
+	urxe_qp_mask_names(0, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "");
+	urxe_qp_mask_names(IBV_QP_STATE | IBV_QP_AV, buf, 16);
+	ck_assert_str_eq(buf, "IBV_QP_STATE, I");	/* cut, still a string */
+	ck_assert_str_eq(urxe_qp_attr_range(IBV_QP_TIMEOUT), "timeout 0..31");
+}
+END_TEST
+
 static Suite *gid_suite(void)
 {
 	Suite *s = suite_create("gid");
@@ -362,6 +456,13 @@ static Suite *gid_suite(void)
 	tcase_add_loop_test(tc, mtu_for_link, 0, (int)URXE_ARRAY_SIZE(mtu_cases));
 	tcase_add_loop_test(tc, mtu_enum, 0, (int)URXE_ARRAY_SIZE(mtu_enum_cases));
 	tcase_add_test(tc, mtu_enum_invalid);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("messages");
+	tcase_add_test(tc, gid_hint);
+	tcase_add_loop_test(tc, modify_explain, 0,
+			    (int)URXE_ARRAY_SIZE(explain_cases));
+	tcase_add_test(tc, mask_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -340,13 +340,17 @@ START_TEST(negerrno_query_gid_table)
 	ck_assert_int_eq(_ibv_query_gid_table(ctx, e, URXE_GID_TBL_LEN, 0, 8), -EINVAL);
 
 	memset(e, 0xaa, sizeof(e));
-	ck_assert_int_eq(ibv_query_gid_table(ctx, e, URXE_GID_TBL_LEN, 0), 1);
-	ck_assert_mem_eq(&e[0].gid, &gid, sizeof(gid));
-	ck_assert_uint_eq(e[0].gid_index, 0);
-	ck_assert_uint_eq(e[0].port_num, 1);
-	ck_assert_uint_eq(e[0].gid_type, IBV_GID_TYPE_ROCE_V2);
-	/* Exactly as many entries as valid GIDs: room for one is enough. */
-	ck_assert_int_eq(ibv_query_gid_table(ctx, e, 1, 0), 1);
+	/* Loopback: GID[0] and GID[1], one address. */
+	ck_assert_int_eq(ibv_query_gid_table(ctx, e, URXE_GID_TBL_LEN, 0), 2);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_mem_eq(&e[i].gid, &gid, sizeof(gid));
+		ck_assert_uint_eq(e[i].gid_index, i);
+		ck_assert_uint_eq(e[i].port_num, 1);
+		ck_assert_uint_eq(e[i].gid_type, IBV_GID_TYPE_ROCE_V2);
+	}
+	/* Exactly as many entries as valid GIDs: room for two is enough. */
+	ck_assert_int_eq(ibv_query_gid_table(ctx, e, 2, 0), 2);
+	ck_assert_int_eq(ibv_query_gid_table(ctx, e, 1, 0), -EINVAL);
 }
 END_TEST
 
@@ -356,6 +360,8 @@ START_TEST(minus1_query_gid_type)
 
 	assert_conv("ibv_query_gid_type", URXE_RET_MINUS1);
 	ck_assert_int_eq(ibv_query_gid_type(ctx, 1, 0, &type), 0);
+	ck_assert_int_eq(type, IBV_GID_TYPE_SYSFS_ROCE_V2);
+	ck_assert_int_eq(ibv_query_gid_type(ctx, 1, 1, &type), 0);
 	ck_assert_int_eq(type, IBV_GID_TYPE_SYSFS_ROCE_V2);
 	errno = 0;
 	ck_assert_int_eq(ibv_query_gid_type(ctx, 1, URXE_GID_TBL_LEN, &type), -1);

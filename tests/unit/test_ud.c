@@ -321,6 +321,46 @@ START_TEST(grh_ipv4)
 END_TEST
 
 /*
+ * Loopback's GID[1] is GID[0] again (the index tutorials pass): every
+ * query says so, and a datagram sent from it leaves from the slot's own
+ * address, the only one the instance has.
+ */
+START_TEST(gid1_is_gid0)
+{
+	struct ibv_ah_attr av = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = gid0, .sgid_index = 1, .hop_limit = 64 },
+	};
+	const uint8_t *ip = rbuf + 20;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	union ibv_gid g;
+	struct ibv_wc wc;
+	struct ibv_ah *ah;
+
+	ck_assert_int_eq(ibv_query_port(ctx, 1, &pa), 0);
+	ck_assert_int_ge(pa.gid_tbl_len, 2);
+	ck_assert_int_eq(ibv_query_gid(ctx, 1, 1, &g), 0);
+	ck_assert_mem_eq(g.raw, gid0.raw, 16);
+	ck_assert_int_eq(ibv_query_gid_ex(ctx, 1, 1, &e, 0), 0);
+	ck_assert_mem_eq(e.gid.raw, gid0.raw, 16);
+	ck_assert_uint_eq(e.gid_index, 1);
+	ck_assert_uint_eq(e.gid_type, IBV_GID_TYPE_ROCE_V2);
+	/* Index 2 is empty. */
+	ck_assert_int_eq(ibv_query_gid_ex(ctx, 1, 2, &e, 0), ENODATA);
+
+	ah = ibv_create_ah(pd, &av);
+	ck_assert_msg(ah != NULL, "ibv_create_ah, sgid_index 1: %s", strerror(errno));
+	memset(rbuf, 0xee, GRH_LEN);
+	post_recv(u2, 100, rbuf, BUFSZ, rmr->lkey);
+	ck_assert(send_one(ah, QKEY, 32, &wc));
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(ip + 12, gid0.raw + 12, 4), 0);
+	ck_assert_int_eq(ibv_destroy_ah(ah), 0);
+}
+END_TEST
+
+/*
  * Reads the URXE_PCAP file (pcapng, host order): @npkts frames (each sent
  * once and received once), every one a UD SEND_ONLY of at most @mtu
  * payload bytes.  Blocks: a section header, an interface, then one
@@ -745,6 +785,7 @@ static Suite *ud_suite(void)
 	tcase_add_test(tc, qkey_mismatch_dropped);
 	tcase_add_test(tc, qkey_privileged_bit);
 	tcase_add_test(tc, grh_ipv4);
+	tcase_add_test(tc, gid1_is_gid0);
 	tcase_add_test(tc, recv_too_short);
 	tcase_add_test(tc, reply_from_wc);
 	tcase_add_test(tc, init_from_grh);
