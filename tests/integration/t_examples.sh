@@ -6,7 +6,8 @@
 # run as the ordinary user under this build's `urxe run`, as
 # examples/README.md tells a student to:
 #   - every lesson exits 0 and prints exactly the lines the tutorial
-#     quotes (01's machine-dependent lines by pattern), nothing on stderr;
+#     quotes (01's machine-dependent lines by pattern), nothing on stderr
+#     (05: urxe's one-line explanation of the RNR failure it causes);
 #   - 03 and 09 as server and client, two processes (TCP rendezvous; RDMA
 #     CM on 127.0.0.1);
 #   - 05 ends a SEND with IBV_WC_RNR_RETRY_EXC_ERR, then waits out a late
@@ -45,7 +46,8 @@ lesson() {
 }
 
 # expect_output DESC NAME: NAME exited 0, printed exactly the text on
-# stdin, and nothing on stderr.
+# stdin, and nothing on stderr (with ERR_WANT set: one line matching that
+# ERE, urxe's explanation of an error the lesson causes on purpose).
 expect_output() {
 	local want=$WORK/$2.want
 	cat >"$want"
@@ -55,6 +57,12 @@ expect_output() {
 	else
 		fail "$1: the output differs from the lesson's"
 		sed 's/^/#     | /' "$WORK/$2.diff"
+	fi
+	if [ -n "${ERR_WANT:-}" ]; then
+		check "$1: one line on stderr, urxe's explanation" \
+			test "$(wc -l <"$(err "$2")")" -eq 1
+		expect_match "$1: it says why" "$2" "$ERR_WANT" err
+		return
 	fi
 	check "$1: nothing on stderr" test ! -s "$(err "$2")"
 	if [ -s "$(err "$2")" ]; then show "$2"; fi
@@ -153,6 +161,7 @@ EOF
 
 mkdir -m 1777 "$WORK/cap"
 lesson 05_rnr "URXE_PCAP=$WORK/cap/rnr.pcap"
+ERR_WANT='^urxe: warning: rxe0: QP 0x[0-9a-f]+ moved to ERR: RNR retry exceeded \(the peer had no receive posted\) at PSN [0-9]+, peer QP 0x[0-9a-f]+: post receives before the peer sends, or raise rnr_retry \(7: forever\)$' \
 expect_output 05_rnr 05_rnr <<'EOF'
 part 1: rnr_retry 0, no receive posted
   SEND completed: IBV_WC_RNR_RETRY_EXC_ERR

@@ -146,8 +146,9 @@ if [ -r "$EX" ]; then
 	next_port port
 	phase cm
 	# Its listener is RDMA CM's, not a TCP socket: wait for its word.
+	# Line-buffered: the test stops it, which would lose a full buffer.
 	bg_user cs.srv ns_user "$NS" "${RUN[@]}" env "${CM[@]}" \
-		UCX_LOG_LEVEL=debug "$WORK/ucp_client_server" -p "$port"
+		UCX_LOG_LEVEL=debug stdbuf -oL "$WORK/ucp_client_server" -p "$port"
 	spid=$BG_PID
 	if wait_for 20 grep -q 'server is listening' "$(err cs.srv)" \
 		"$(out cs.srv)"; then
