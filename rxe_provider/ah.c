@@ -68,9 +68,11 @@ int urxe_av_resolve(struct urxe_dev *dev, const struct ibv_ah_attr *av,
 	}
 	/* One IP family per packet: an IPv4 source cannot reach an IPv6 GID. */
 	if (urxe_gid_is_v4(sgid.raw) != urxe_gid_is_v4(grh->dgid.raw)) {
-		urxe_warn("%s: GID index %u is %s, the destination GID is not",
-			  dev->desc.name, grh->sgid_index,
-			  urxe_gid_is_v4(sgid.raw) ? "IPv4" : "IPv6");
+		bool v4 = urxe_gid_is_v4(sgid.raw);
+
+		urxe_warn("%s: source GID index %u is %s, the destination GID is %s: pick a source GID of the destination's family (on lo every GID is IPv4)",
+			  dev->desc.name, grh->sgid_index, v4 ? "IPv4" : "IPv6",
+			  v4 ? "IPv6" : "IPv4");
 		return -EINVAL;
 	}
 	out->dgid = grh->dgid;
