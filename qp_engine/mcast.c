@@ -166,6 +166,24 @@ static bool find_group(struct urxe_engine *eng, const uint8_t *roce,
 	return false;
 }
 
+/*
+ * For captures: a loopback copy is recorded as what it stands for, the
+ * datagram to its group, found as delivery finds it (an exact ICRC).
+ */
+bool urxe_engine_mcast_group(struct urxe_engine *eng, const uint8_t *roce,
+			     uint32_t len, const struct urxe_rx_meta *meta,
+			     union ibv_gid *group)
+{
+	struct urxe_rx_meta m = *meta;
+
+	if (len < URXE_BTH_LEN + URXE_ICRC_LEN || is_mcast_gid(&m.dgid) ||
+	    urxe_get24(roce + 5) != URXE_MCAST_QPN ||
+	    !find_group(eng, roce, len, &m))
+		return false;
+	*group = m.dgid;
+	return true;
+}
+
 void urxe_mcast_input(struct urxe_engine *eng, const struct urxe_bth *bth,
 		      const struct urxe_opinfo *oi, const uint8_t *roce,
 		      uint32_t len, uint32_t paylen,

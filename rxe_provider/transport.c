@@ -5,6 +5,7 @@
  * binding).  Here the engine's injected operations are made real: xmit
  * and rx_poll go to the sockets, now is CLOCK_MONOTONIC.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -278,6 +279,29 @@ static void gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o,
 	}
 }
 
+/*
+ * A loopback multicast send, as a capture on a wire would show it: one
+ * frame to the group (whose address its ICRC covers), not the unicast
+ * copies to the @k members that stand in for IP multicast on loopback;
+ * a comment says how it went.
+ */
+static void capture_mcast(struct urxe_dev *dev, const struct urxe_pkt *p,
+			  unsigned int k, uint64_t when_us)
+{
+	struct urxe_udp_out grp;
+	char note[112];
+
+	out_from_pkt(&grp, p, p->iov, p->niov);
+	if (k)
+		snprintf(note, sizeof(note),
+			 "urxe mcast: sent on loopback as a unicast copy to each of the group's %u member%s",
+			 k, k == 1 ? "" : "s");
+	else
+		snprintf(note, sizeof(note),
+			 "urxe mcast: on loopback the group has no member: no copy sent");
+	capture_pkt(dev, &grp, p->iov, p->niov, 0, note, when_us);
+}
+
 static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
 	struct urxe_dev *dev = priv;
@@ -287,7 +311,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 	struct urxe_udp_out *send = out;
 	const struct seg *segs;
 	unsigned int i, k, tries = 0, sent = 0;
-	bool merged = false;
+	bool merged = false, mcast = false;
 	uint64_t t_us = 0;
 	int rc = 0;
 
@@ -301,6 +325,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			n = i;
 	if (urxe_dev_mcast_pkt(dev, &pkts[0])) {
 		n = 1;
+		mcast = true;
 		k = urxe_dev_mcast_copies(dev, &pkts[0], mdst,
 					  2 * URXE_DEV_TX_BATCH);
 		for (i = 0; i < k; i++)
@@ -349,7 +374,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		} else if (send[sent].gso_size) {
 			dev->gso_failures = 0;
 		}
-		if (dev->cap) {
+		if (dev->cap && !mcast) {
 			for (i = sent; i < sent + (unsigned int)rc; i++) {
 				segs = merged ? &gb->segs[gb->seg0[i]] : NULL;
 				capture_out(dev, &send[i], segs, dev->faults ?
@@ -359,6 +384,8 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 		}
 		sent += (unsigned int)rc;
 	}
+	if (mcast && dev->cap && (sent || !k))
+		capture_mcast(dev, &pkts[0], k, t_us);
 	if (sent < k && sent) {
 		/*
 		 * The socket buffer stayed full: the rest is lost as on a
@@ -405,7 +432,13 @@ static uint64_t arrival(uint64_t now, uint64_t real, uint64_t rx_ns)
 	return age < now ? now - age : 0;
 }
 
-static void capture_rx(struct urxe_dev *dev, const struct urxe_udp_in *in,
+/*
+ * A received frame.  A loopback multicast copy (sent to this slot's
+ * address) is recorded as the sender records it: to its group, with a
+ * comment on how it came (capture_mcast()).
+ */
+static void capture_rx(struct urxe_dev *dev, struct urxe_engine *eng,
+		       const struct urxe_udp_in *in,
 		       const struct urxe_rx_meta *meta)
 {
 	struct urxe_capture_pkt c = {
@@ -413,10 +446,23 @@ static void capture_rx(struct urxe_dev *dev, const struct urxe_udp_in *in,
 		.dport = in->dport, .tos = in->tos, .ttl = in->ttl,
 		.roce = in->buf, .len = in->len,
 	};
+	struct urxe_rx_meta m = *meta;
+	char note[128], a[INET6_ADDRSTRLEN];
 
+	if (dev->iface.loopback &&
+	    urxe_engine_mcast_group(eng, in->buf, in->len, meta, &m.dgid)) {
+		if (urxe_gid_is_v4(in->dst))
+			inet_ntop(AF_INET, in->dst + 12, a, sizeof(a));
+		else
+			inet_ntop(AF_INET6, in->dst, a, sizeof(a));
+		snprintf(note, sizeof(note),
+			 "urxe mcast: received on loopback as a unicast copy to %s", a);
+		c.dst = m.dgid.raw;
+		c.comment = note;
+	}
 	/* The ID the sender used, so that the captured ICRC checks. */
 	if (in->len >= 16)
-		urxe_icrc_rx_ipv4_id(in->buf, in->len, meta, &c.ip_id);
+		urxe_icrc_rx_ipv4_id(in->buf, in->len, &m, &c.ip_id);
 	urxe_capture_write(dev->cap, &c);
 }
 
@@ -459,7 +505,7 @@ static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 				one.buf = in->buf + off;
 				one.len = in->len - off < seg ? in->len - off : seg;
 				if (dev->cap)
-					capture_rx(dev, &one, &meta);
+					capture_rx(dev, eng, &one, &meta);
 				urxe_engine_input(eng, one.buf, one.len, &meta);
 				meta.ip_id_hint++;
 			}

@@ -185,7 +185,7 @@ void urxe_xrcd_release(struct urxe_xrcd *x)
 		    !urxe_ofd_lock(x->lock_fd, F_OFD_SETLK, F_UNLCK, 1 + x->entry) &&
 		    !urxe_xrcd_entry_live(x->lock_fd, x->entry) &&
 		    !urxe_xrcd_registry_map(x->lock_fd, &reg)) {
-			if ((reg->e[x->entry].gen == (uint32_t)(x->domain_id >> 32))) {
+			if (reg->e[x->entry].gen == (uint32_t)(x->domain_id >> 32)) {
 				reg->e[x->entry].in_use = 0;
 				urxe_xrc_dom_unlink(x->dev->desc.rundir,
 						    x->domain_id);

@@ -60,69 +60,6 @@ static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-static bool shown(const struct trace *tr, const struct trace_pkt *p,
-		  const struct trace_opts *o, uint64_t t0)
-{
-	uint64_t t = p->t_ns - t0;
-
-	if (p->hidden || t < o->from_ns || t > o->to_ns)
-		return false;
-	return !o->have_qpn || tr->eps[p->from].qpn == o->qpn ||
-	       tr->eps[p->to].qpn == o->qpn;
-}
-
-static int add_col(struct trace_view *v, int ep)
-{
-	if (v->col[ep] < 0) {
-		v->ep_of_col[v->ncols] = ep;
-		v->col[ep] = (int)v->ncols++;
-	}
-	return 0;
-}
-
-/* The packets and columns to draw; -ENOMEM. */
-static int make_view(const struct trace *tr, const struct trace_opts *o,
-		     struct trace_view *v)
-{
-	unsigned int i;
-
-	memset(v, 0, sizeof(*v));
-	v->tr = tr;
-	v->idx = calloc(tr->npkts + 1, sizeof(*v->idx));
-	v->col = malloc((tr->neps + 1) * sizeof(*v->col));
-	v->ep_of_col = calloc(tr->neps + 1, sizeof(*v->ep_of_col));
-	if (!v->idx || !v->col || !v->ep_of_col)
-		return -ENOMEM;
-	for (i = 0; i < tr->neps; i++)
-		v->col[i] = -1;
-	for (i = 0; i < tr->npkts && tr->pkts[i].hidden; i++)
-		;
-	v->t0 = i < tr->npkts ? tr->pkts[i].t_ns : 0;
-	for (i = tr->npkts; i-- > 0 && tr->pkts[i].hidden;)
-		;
-	/* the whole capture's: a filter does not change the time unit */
-	v->span = i < tr->npkts ? tr->pkts[i].t_ns - v->t0 : 0;
-	for (i = 0; i < tr->npkts; i++) {
-		const struct trace_pkt *p = &tr->pkts[i];
-
-		if (!shown(tr, p, o, v->t0))
-			continue;
-		if (o->count && v->n == o->count)
-			break;
-		v->idx[v->n++] = i;
-		add_col(v, p->from);
-		add_col(v, p->to);
-	}
-	return 0;
-}
-
-static void free_view(struct trace_view *v)
-{
-	free(v->idx);
-	free(v->col);
-	free(v->ep_of_col);
-}
-
 static int draw(struct trace *tr, const struct trace_opts *o, enum fmt fmt,
 		FILE *out)
 {
@@ -130,7 +67,7 @@ static int draw(struct trace *tr, const struct trace_opts *o, enum fmt fmt,
 	int rc = trace_model(tr);
 
 	if (!rc)
-		rc = make_view(tr, o, &v);
+		rc = trace_view_make(tr, o, &v);
 	if (rc) {
 		fprintf(stderr, "urxe trace: out of memory\n");
 		return 1;
@@ -141,7 +78,7 @@ static int draw(struct trace *tr, const struct trace_opts *o, enum fmt fmt,
 		trace_draw_html(&v, out);
 	else
 		trace_draw_text(&v, o, out);
-	free_view(&v);
+	trace_view_free(&v);
 	return ferror(out) ? 1 : 0;
 }
 

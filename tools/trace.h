@@ -114,6 +114,14 @@ int trace_pcapng_notes(const char *file, struct trace_note **out,
 
 /* trace_model.c: order, merge copies, endpoints, marks. */
 int trace_model(struct trace *tr);
+/*
+ * trace_model.c: the packets @o keeps of a modelled @tr, and their
+ * columns, into @v (to free with trace_view_free()); -ENOMEM, nothing
+ * kept.
+ */
+int trace_view_make(const struct trace *tr, const struct trace_opts *o,
+		    struct trace_view *v);
+void trace_view_free(struct trace_view *v);
 /* trace_endpoints.c: pkts[].from/to and eps[] of the packets not hidden. */
 int trace_endpoints(struct trace *tr);
 

@@ -17,6 +17,7 @@
  *  - marks: a PSN sent again on a request stream ([retx]), an ACK of a PSN
  *    acknowledged already ([dup ack]), NAKs, RNR NAKs, and what the fault
  *    injector said about the frame.
+ * Then the view: the packets the options keep and their columns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -243,7 +244,8 @@ int trace_model(struct trace *tr)
 {
 	int rc;
 
-	qsort(tr->pkts, tr->npkts, sizeof(tr->pkts[0]), by_time);
+	if (tr->npkts)		/* a capture of no RoCE: no array at all */
+		qsort(tr->pkts, tr->npkts, sizeof(tr->pkts[0]), by_time);
 	place_drops(tr);
 	rc = merge_copies(tr);
 	if (!rc)
@@ -251,4 +253,70 @@ int trace_model(struct trace *tr)
 	if (!rc)
 		rc = trace_endpoints(tr);
 	return rc;
+}
+
+/* ---- what is drawn: the packets the options keep, and their columns ---- */
+
+static bool shown(const struct trace *tr, const struct trace_pkt *p,
+		  const struct trace_opts *o, uint64_t t0)
+{
+	uint64_t t = p->t_ns - t0;
+
+	if (p->hidden || t < o->from_ns || t > o->to_ns)
+		return false;
+	return !o->have_qpn || tr->eps[p->from].qpn == o->qpn ||
+	       tr->eps[p->to].qpn == o->qpn;
+}
+
+static int add_col(struct trace_view *v, int ep)
+{
+	if (v->col[ep] < 0) {
+		v->ep_of_col[v->ncols] = ep;
+		v->col[ep] = (int)v->ncols++;
+	}
+	return 0;
+}
+
+void trace_view_free(struct trace_view *v)
+{
+	free(v->idx);
+	free(v->col);
+	free(v->ep_of_col);
+}
+
+int trace_view_make(const struct trace *tr, const struct trace_opts *o,
+		     struct trace_view *v)
+{
+	unsigned int i;
+
+	memset(v, 0, sizeof(*v));
+	v->tr = tr;
+	v->idx = calloc(tr->npkts + 1, sizeof(*v->idx));
+	v->col = malloc((tr->neps + 1) * sizeof(*v->col));
+	v->ep_of_col = calloc(tr->neps + 1, sizeof(*v->ep_of_col));
+	if (!v->idx || !v->col || !v->ep_of_col) {
+		trace_view_free(v);
+		return -ENOMEM;
+	}
+	for (i = 0; i < tr->neps; i++)
+		v->col[i] = -1;
+	for (i = 0; i < tr->npkts && tr->pkts[i].hidden; i++)
+		;
+	v->t0 = i < tr->npkts ? tr->pkts[i].t_ns : 0;
+	for (i = tr->npkts; i-- > 0 && tr->pkts[i].hidden;)
+		;
+	/* the whole capture's: a filter does not change the time unit */
+	v->span = i < tr->npkts ? tr->pkts[i].t_ns - v->t0 : 0;
+	for (i = 0; i < tr->npkts; i++) {
+		const struct trace_pkt *p = &tr->pkts[i];
+
+		if (!shown(tr, p, o, v->t0))
+			continue;
+		if (o->count && v->n == o->count)
+			break;
+		v->idx[v->n++] = i;
+		add_col(v, p->from);
+		add_col(v, p->to);
+	}
+	return 0;
 }

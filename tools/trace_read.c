@@ -102,8 +102,10 @@ static void decode(struct trace_pkt *pk, const struct urxe_frame *f)
 	decode_hdrs(pk, oi, f->roce);
 	/*
 	 * urxe on loopback sends multicast as a unicast copy to each member
-	 * process: the ICRC covers the group's address, which that copy's
-	 * IP header does not carry, so it cannot be checked here.
+	 * process, and records it as the datagram to the group; a copy
+	 * recorded to a member's address (by urxe before it did, or one whose
+	 * group the receiver no longer had) carries no group address, which
+	 * its ICRC covers: it cannot be checked here.
 	 */
 	if (pk->bth.dqpn == URXE_MCAST_QPN && !urxe_gid_is_mcast(pk->dst))
 		return;

@@ -623,6 +623,15 @@ int urxe_engine_mcast_attach(struct urxe_eqp *qp, const union ibv_gid *gid,
 			     unsigned int max_grp, unsigned int max_qp);
 int urxe_engine_mcast_detach(struct urxe_eqp *qp, const union ibv_gid *gid);
 int urxe_engine_mcast_first(struct urxe_eqp *qp, union ibv_gid *gid);
+/*
+ * For captures, from rx_poll (progress lock held): the group for which a
+ * loopback copy @roce (DestQP URXE_MCAST_QPN, sent to this slot's unicast
+ * address, @meta) was sent — the attached group whose address makes its
+ * ICRC check.  false: not such a copy, or no attached group matches.
+ */
+bool urxe_engine_mcast_group(struct urxe_engine *eng, const uint8_t *roce,
+			     uint32_t len, const struct urxe_rx_meta *meta,
+			     union ibv_gid *group);
 
 /*
  * XRC across processes.  A view of a TGT QP hosted by another process

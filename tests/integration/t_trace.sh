@@ -13,7 +13,9 @@
 #     --rnr-test (no receive posted, rnr_retry 7): RNR NAKs with their
 #     timer, the SEND retried, then ACKed; ibv_xsrq_pingpong: XRC SENDs
 #     with their SRQ number; tests/urxe_mcast: UD SENDs to the multicast
-#     QP; every sent packet drawn once (receive copies folded);
+#     QP, recorded (loopback copies and all) as one frame to the group
+#     whose ICRC --check verifies; every sent packet drawn once (receive
+#     copies folded);
 #   - --svg parses as XML with one arrow group per packet; --html, opened
 #     in headless Chromium (skipped without it), renders a page that is
 #     not blank and holds the arrows' text in its DOM.
@@ -155,14 +157,55 @@ c=\$?; wait \$!; exit \$((c + \$?))"
 	check "xrc: an SRQ each way" [ "$(grep -o 'srq 0x[0-9a-f]*' "$(err xrc)" | sort -u | wc -l)" -eq 2 ]
 fi
 
+# Loopback multicast goes as a unicast copy to each member process; the
+# captures (kept: copied out of run --trace's directory) record what a wire
+# would carry, one datagram to the group, whose ICRC then checks.
 MC=$B/tests/urxe_mcast
+MCD=$WORK/tmp/mc
+mkdir -p "$MCD"
+chmod 777 "$MCD"
 run_trace mcast "$MC recv -G 239.1.2.3 -n 3 -t 20 >/dev/null & sleep 1
 $MC send -G 239.1.2.3 -n 3 -t 10 >/dev/null; sleep 0.5
-$MC send -G 239.1.2.3 -n 3 -t 10 >/dev/null; wait \$!"
+$MC send -G 239.1.2.3 -n 3 -t 10 >/dev/null; wait \$!; c=\$?
+cp \"\${URXE_PCAP%/*}\"/*.pcapng $MCD/; exit \$c"
 expect_rc "mcast: urxe_mcast exits 0" 0 mcast
 check "mcast: every packet drawn once" sent_once mcast
 check "mcast: six UD SENDs to the multicast QP" [ "$(drawn mcast | grep -c 'UD SEND_ONLY psn [1-3] len [0-9]* qkey 0x')" -eq 6 ]
-check "mcast: the multicast QP's column" grep -q 'qp 0xffffff (multicast' "$(err mcast)"
+check "mcast: the group's column" grep -Eq '^  [A-Z]   239\.1\.2\.3 qp 0xffffff \(multicast\)$' "$(err mcast)"
+check "mcast: three columns (two senders, the group): no member's" \
+	[ "$(grep -Ec '^  [A-Z]   ' "$(err mcast)")" -eq 3 ]
+expect_no_match "mcast: no loopback copy, nothing [corrupt]" mcast 'loopback copy|\[corrupt\]' err
+mapfile -t mcf < <(ls "$MCD"/*.pcapng 2>/dev/null)
+check "mcast: three captures kept" [ "${#mcf[@]}" -eq 3 ]
+capture mc_check as_user "$U" trace --check "${mcf[@]}"
+expect_rc "mcast: --check passes every frame (the ICRC checked)" 0 mc_check
+expect_match "mcast: --check read 12 frames, none invalid" mc_check '^12 frames, 12 RoCEv2, 0 invalid,'
+if command -v tshark >/dev/null; then
+	for f in "${mcf[@]}"; do tshark -r "$f" -T fields -e ip.dst -e frame.comment 2>/dev/null; done >"$WORK/mc_tshark.txt"
+	check "mcast: tshark sees 12 frames, each to the group, with a comment" \
+		[ "$(grep -Ec '^239\.1\.2\.3	urxe mcast: (sent|received) on loopback as a unicast copy' "$WORK/mc_tshark.txt")" -eq 12 ]
+	check "mcast: one frame per send, to the group" \
+		[ "$(grep -c "copy to each of the group's 1 member$" "$WORK/mc_tshark.txt")" -eq 6 ]
+fi
+# A flipped bit in one frame's ICRC: the copies' ICRC is really checked.
+"$PY" -c '
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+off = 0
+while off + 8 <= len(d):
+	t, l = struct.unpack_from("<II", d, off)
+	if t == 6:
+		cap = struct.unpack_from("<I", d, off + 20)[0]
+		d[off + 28 + cap - 1] ^= 0x20
+		break
+	off += l
+open(sys.argv[2], "wb").write(d)' "${mcf[0]}" "$WORK/mc_bad.pcapng"
+chmod 644 "$WORK/mc_bad.pcapng"
+capture mc_bad as_user "$U" trace --check "$WORK/mc_bad.pcapng"
+expect_rc "mcast: a flipped ICRC bit fails --check" 1 mc_bad
+check "mcast: frame 1: bad ICRC" grep -qx 'frame 1: bad ICRC' "$(err mc_bad)"
+trace mc_bad_t "$WORK/mc_bad.pcapng"
+check "mcast: the trace marks it, and it alone, [corrupt]" [ "$(grep -c '\[corrupt\]$' "$(out mc_bad_t)")" -eq 1 ]
 
 # --- SVG and HTML --------------------------------------------------------------
 capture svg as_user "$U" trace --svg "$VEC/kernel-rxe-cm.pcap"
