@@ -159,7 +159,7 @@ void trace_draw_svg(const struct trace_view *v, FILE *out, bool standalone)
 
 			trace_time(d, d, t, sizeof(t));
 			fprintf(out, "<text class=\"pause\" x=\"%d\" y=\"%u\" text-anchor=\"end\" font-size=\"10\" font-style=\"italic\" fill=\"#888\">(%s later)</text>\n",
-				X0 - 70, y - 4, t);
+				X0 - 8, y - 4, t);
 			y += PAUSE_H;
 		}
 		row(v, p, i + 1, y, span, out);

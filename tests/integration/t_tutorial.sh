@@ -42,6 +42,12 @@ for s in "$TD"/*.sh; do
 		"TUTORIAL_DIR=$TD" ASAN_OPTIONS=detect_leaks=0 bash "$s"
 	[ "$RC" -eq 0 ] || { fail "${s##*/}: the session exited $RC"; show "session.${s##*/}"; }
 done
+# The pictures the lessons show: each one there, and an SVG that parses.
+for img in $(grep -ho '](img/[^)]*)' "$SRC"/docs/tutorial/*.md | sed 's/^](//; s/)$//' | sort -u); do
+	check "docs/tutorial/$img is an SVG that parses" python3 -c \
+		'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); sys.exit(d.documentElement.tagName != "svg")' \
+		"$SRC/docs/tutorial/$img"
+done
 python3 "$HERE/tutorial_check.py" compare "$TD" >"$WORK/compare.txt" || true
 while IFS= read -r line; do
 	case $line in
