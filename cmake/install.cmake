@@ -7,7 +7,7 @@
 #                                   explicit LD_LIBRARY_PATH) puts them in
 #                                   front of the system's rdma-core
 #   share/man/man1/urxe.1, share/man/man5/urxe-devices.conf.5
-#   share/doc/urxe/                 README, docs/*.md, examples/ci, demo.sh
+#   share/doc/urxe/                 README, docs/*.md, docs/tutorial, examples, demo.sh
 #   share/doc/urxe/examples/        the tutorial's sources, their Makefile
 #   share/bash-completion/completions/urxe   (when tools/ has it)
 #
@@ -45,6 +45,9 @@ install(FILES docs/man/urxe-devices.conf.5
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 file(GLOB URXE_DOCS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${URXE_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+# The tutorial, with its pictures: it reads the installed examples.
+install(DIRECTORY docs/tutorial DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.svg")
 install(DIRECTORY examples/ci DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
   USE_SOURCE_PERMISSIONS)
 # The tutorial's programs as documentation: sources and a Makefile.

@@ -21,7 +21,9 @@ layout_check() {
 		share/urxe/demo.sh share/doc/urxe/README.md \
 		share/doc/urxe/docs/urxe.md share/doc/urxe/examples/ci/urxe-ci.sh \
 		share/doc/urxe/examples/02_first_write.c \
-		share/doc/urxe/examples/Makefile; do
+		share/doc/urxe/examples/Makefile \
+		share/doc/urxe/docs/tutorial/README.md \
+		share/doc/urxe/docs/tutorial/img/02-write.svg; do
 		check "$desc: $want installed" test -e "$p/$want"
 	done
 	while IFS= read -r -d '' f; do
@@ -33,6 +35,7 @@ layout_check() {
 		"$ld"/librdmacm.so.1 | "$ld"/librdmacm.so.1.[0-9]* | \
 		share/doc/urxe/*.md | share/doc/urxe/LICENSE | \
 		share/doc/urxe/docs/*.md | share/doc/urxe/examples/ci/* | \
+		share/doc/urxe/docs/tutorial/img/*.svg | \
 		share/doc/urxe/examples/*.[ch] | \
 		share/doc/urxe/examples/Makefile | \
 		share/doc/urxe/examples/README.md) ;;

@@ -114,7 +114,7 @@ check "run --trace: says when nothing was captured" grep -q 'captured no packet'
 
 next_port port
 run_trace lossy "ibv_rc_pingpong -d rxe0 -g 0 -n 10 -s 8000 -m 1024 -p $port >/dev/null & sleep 0.5
-URXE_FAULTS=drop=0.3,seed=1,limit=4 ibv_rc_pingpong -d rxe0 -g 0 -n 10 -s 8000 -m 1024 -p $port localhost >/dev/null
+URXE_FAULTS=drop=0.3,seed=1,limit=12 ibv_rc_pingpong -d rxe0 -g 0 -n 10 -s 8000 -m 1024 -p $port localhost >/dev/null
 c=\$?; wait \$!; exit \$((c + \$?))"
 expect_rc "lossy: both pingpongs exit 0" 0 lossy
 check "lossy: every packet drawn once" sent_once lossy
