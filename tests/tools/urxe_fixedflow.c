@@ -3,7 +3,8 @@
  * urxe_fixedflow: a fixed workload whose packets are the same from run to
  * run, for comparing two builds on the wire (bench/wire_compare.sh).
  *
- *   urxe_fixedflow [-d dev] [-g gid-index] [-n rounds] [-m mtu] [-t secs]
+ *   urxe_fixedflow [-d dev] [-g gid-index] [-n rounds] [-m mtu] [-M max]
+ *                  [-t secs]
  *
  * One process, one context, two RC QPs (A and B) connected to each other
  * with fixed starting PSNs (A's near the 2^24 wrap, so that relative PSNs
@@ -19,6 +20,8 @@
  * slot's claim generation and the user, docs/design.md "Slots"), so that
  * URXE_FAULTS (a hash of seed, QPN, PSN, opcode, ...) decides alike.
  * Addresses and keys (RETH, AtomicETH) do differ: they are not compared.
+ * -M leaves out messages longer than max bytes (a small capture to keep
+ * in the tree: tests/vectors/fixedflow-faults.pcapng).
  *
  * It prints the QPNs and the libibverbs.so.1 it runs with (dladdr), so
  * that a caller can check which build it measured.
@@ -63,6 +66,7 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct side A = { .name = 'A' }, B = { .name = 'B' };
 static uint64_t deadline_ns;
+static uint32_t max_bytes = BIG;
 static int gidx;
 
 static uint64_t now_ns(void)
@@ -321,16 +325,19 @@ static int one_round(int round)
 	int rc = 0;
 
 	for (i = 0; !rc && i < sizeof(sends) / sizeof(sends[0]); i++)
-		if (!(rc = one_send(&A, &B, round, sends[i], false)))
+		if (sends[i] <= max_bytes &&
+		    !(rc = one_send(&A, &B, round, sends[i], false)))
 			rc = one_send(&B, &A, round, sends[i], false);
 	if (!rc)
 		rc = one_send(&A, &B, round, 64, true);
 	for (i = 0; !rc && i < sizeof(rdma) / sizeof(rdma[0]); i++)
-		rc = one_write(round, rdma[i], false);
+		if (rdma[i] <= max_bytes)
+			rc = one_write(round, rdma[i], false);
 	if (!rc)
 		rc = one_write(round, 100, true);
 	for (i = 0; !rc && i < sizeof(rdma) / sizeof(rdma[0]); i++)
-		rc = one_read(round, rdma[i]);
+		if (rdma[i] <= max_bytes)
+			rc = one_read(round, rdma[i]);
 	return rc ? rc : atomics(round);
 }
 
@@ -364,8 +371,8 @@ static int open_device(const char *want)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: urxe_fixedflow [-d dev] [-g gid-index] [-n rounds] [-m mtu] [-t secs]\n"
-		"  defaults: the first device, 0, 3 rounds, 4096, 120 s\n");
+	fprintf(stderr, "usage: urxe_fixedflow [-d dev] [-g gid-index] [-n rounds] [-m mtu] [-M max] [-t secs]\n"
+		"  defaults: the first device, 0, 3 rounds, 4096, 65536 bytes, 120 s\n");
 	return EXIT_SETUP;
 }
 
@@ -375,12 +382,13 @@ int main(int argc, char **argv)
 	int c, rounds = 3, mtu = 4096, secs = 120, r, rc = 0;
 	Dl_info dl;
 
-	while ((c = getopt(argc, argv, "d:g:n:m:t:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:n:m:M:t:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
 		case 'n': rounds = atoi(optarg); break;
 		case 'm': mtu = atoi(optarg); break;
+		case 'M': max_bytes = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': secs = atoi(optarg); break;
 		default: return usage();
 		}
