@@ -102,17 +102,11 @@ void urxe_qp_err_requester(struct urxe_eqp *qp, enum ibv_wc_status st,
 		  qp->attr.dest_qpn, req_reasons[i].hint);
 }
 
-void urxe_qp_err_responder(struct urxe_eqp *qp, uint8_t nak_code,
+void urxe_qp_err_responder(struct urxe_eqp *qp, enum urxe_verdict v,
 			   uint32_t psn)
 {
-	static const char *const why[] = {
-		[URXE_NAK_INVALID_REQ] = "an invalid request (an operation this QP's access flags forbid, or a message longer than the receive buffer)",
-		[URXE_NAK_REM_ACCESS] = "a remote access error (the rkey, address or length does not fit an MR of this QP's PD with the rights needed)",
-		[URXE_NAK_REM_OP] = "an operation it could not complete (receive queue or CQ)",
-		[URXE_NAK_INVALID_RD_REQ] = "an invalid READ or atomic",
-	};
-	const char *w = nak_code < sizeof(why) / sizeof(why[0]) && why[nak_code] ?
-			why[nak_code] : "an error";
+	const char *w = urxe_verdicts[v].resp_why ? urxe_verdicts[v].resp_why :
+			"an error";
 
 	if (qp->attr.state == IBV_QPS_ERR ||
 	    !urxe_log_ratelimit(&err_rl, URXE_LOG_WARN))
