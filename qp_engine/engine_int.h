@@ -451,7 +451,7 @@ uint32_t urxe_engine_key_index(const struct urxe_engine *eng, uint32_t key);
  * failed the WQE at @psn.  Responder side: @v was NAKed for the request
  * at @psn.  Progress lock held; QP state still the old one.
  */
-void urxe_qp_err_requester(struct urxe_eqp *qp, enum ibv_wc_status st,
+void urxe_qp_err_requester(struct urxe_eqp *qp, enum urxe_verdict v,
 			   uint32_t psn);
 void urxe_qp_err_responder(struct urxe_eqp *qp, enum urxe_verdict v,
 			   uint32_t psn);
