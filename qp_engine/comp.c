@@ -5,6 +5,8 @@
  * and XRC INI QPs alike (their answers carry no XRCETH); the
  * transport timer and the RNR timer send the requester back (go-back-N);
  * flushing completes everything with IBV_WC_WR_FLUSH_ERR.
+ * An AETH reads as a verdict (verdict.h); a WQE fails with a verdict,
+ * whose table entry gives its status, counter and log line.
  * Progress lock held throughout.
  */
 #include <string.h>
@@ -222,6 +224,15 @@ static uint64_t rnr_delay_us(unsigned int t)
 	return us[t & 31];
 }
 
+/* The completer's counter of @v, if it has one. */
+static void comp_count(struct urxe_eqp *qp, enum urxe_verdict v)
+{
+	enum urxe_counter c = urxe_verdicts[v].comp_cnt;
+
+	if (c != URXE_V_NO_COUNTER)
+		urxe_count(qp->eng, c, 1);
+}
+
 static struct urxe_send_wqe *wqe_at_psn(struct urxe_eqp *qp, uint32_t psn)
 {
 	uint32_t prod = atomic_load(&qp->sq.prod), i;
@@ -238,54 +249,56 @@ static struct urxe_send_wqe *wqe_at_psn(struct urxe_eqp *qp, uint32_t psn)
 	return NULL;
 }
 
-static void fail(struct urxe_eqp *qp, uint32_t psn, enum ibv_wc_status status)
+/*
+ * Verdict @v fails the WQE holding @psn (or the oldest): its counter, the
+ * WQE's status, the QP to ERR.  The WQE completes in error as the flush
+ * reaches it; the requester's QP reports no async event.
+ */
+static void fail(struct urxe_eqp *qp, uint32_t psn, enum urxe_verdict v)
 {
+	const struct urxe_verdict_info *vi = &urxe_verdicts[v];
 	struct urxe_send_wqe *wqe = wqe_at_psn(qp, psn);
 
 	if (!wqe)
 		wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
 	if (qp->sq_comp == atomic_load(&qp->sq.prod))
 		wqe = NULL;
+	comp_count(qp, v);
 	if (wqe) {
-		wqe->status = status;
+		wqe->status = vi->status;
 		wqe->state = URXE_WQE_DONE;
 	}
-	urxe_qp_err_requester(qp, status, psn);
+	urxe_qp_err_requester(qp, v, psn);
 	urxe_qp_error(qp, URXE_NO_EVENT);
 }
 
-static void nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
+/*
+ * A NAK other than RNR (@v from its code): what it names before @psn is
+ * acknowledged; a sequence error sends the requester back to @psn, any
+ * other fails the WQE.
+ */
+static void nak(struct urxe_eqp *qp, uint32_t psn, enum urxe_verdict v)
 {
-	static const enum ibv_wc_status nak_status[] = {
-		[URXE_NAK_INVALID_REQ] = IBV_WC_REM_INV_REQ_ERR,
-		[URXE_NAK_REM_ACCESS] = IBV_WC_REM_ACCESS_ERR,
-		[URXE_NAK_REM_OP] = IBV_WC_REM_OP_ERR,
-		[URXE_NAK_INVALID_RD_REQ] = IBV_WC_REM_INV_RD_REQ_ERR,
-	};
-	uint8_t code = syn & 0x1f;
-
 	if (urxe_psn_before(qp->acked_psn, psn))
 		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));	/* psn - 1 */
-	if (code == URXE_NAK_PSN_SEQ) {
-		urxe_count(qp->eng, URXE_CNT_RCV_SEQ_ERR, 1);
+	if (v == URXE_V_NAK_SEQ) {
+		comp_count(qp, v);
 		urxe_req_rewind(qp, psn);
 		urxe_qp_schedule(qp);
 		return;
 	}
-	fail(qp, psn, code < sizeof(nak_status) / sizeof(nak_status[0]) &&
-		      nak_status[code] ? nak_status[code] : IBV_WC_REM_OP_ERR);
+	fail(qp, psn, v);
 }
 
 static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 {
-	urxe_count(qp->eng, URXE_CNT_RCV_RNR_ERR, 1);
+	comp_count(qp, URXE_V_RNR);
 	if (urxe_psn_before(qp->acked_psn, psn))
 		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));
 	/* IBA 9.7.5.2.8: rnr_retry 7 means retry forever. */
 	if (qp->attr.rnr_retry != 7) {
 		if (!qp->rnr_left) {
-			urxe_count(qp->eng, URXE_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
-			fail(qp, psn, IBV_WC_RNR_RETRY_EXC_ERR);
+			fail(qp, psn, URXE_V_RNR_RETRY_EXC);
 			return;
 		}
 		qp->rnr_left--;
@@ -337,7 +350,7 @@ static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (paylen > wqe->length - wqe->rcvd ||
 	    urxe_sge_copy_in(qp->eng, qp->pd, wqe->sge, wqe->num_sge, wqe->rcvd,
 			     pkt + oi->hdr_len, paylen)) {
-		fail(qp, bth->psn, IBV_WC_LOC_PROT_ERR);
+		fail(qp, bth->psn, URXE_V_LOC_PROT);
 		return;
 	}
 	wqe->rcvd += paylen;
@@ -380,7 +393,7 @@ static void atomic_ack(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	orig = urxe_get64(pkt + oi->off[URXE_HDR_ATMACK]);
 	if (urxe_sge_copy_in(qp->eng, qp->pd, wqe->sge, wqe->num_sge, 0,
 			     &orig, sizeof(orig))) {
-		fail(qp, bth->psn, IBV_WC_LOC_PROT_ERR);
+		fail(qp, bth->psn, URXE_V_LOC_PROT);
 		return;
 	}
 	if (qp->rd_outstanding)
@@ -397,6 +410,7 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		     const struct urxe_opinfo *oi, const uint8_t *pkt,
 		     uint32_t paylen)
 {
+	enum urxe_verdict v;
 	uint8_t syn;
 
 	/* (engine.c lets XRC answers reach INI QPs only) */
@@ -412,23 +426,26 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return;
 	}
 	syn = pkt[oi->off[URXE_HDR_AETH]];
+	v = urxe_aeth_verdict(syn);
 	/*
 	 * A NAK names a PSN the requester sent and has not seen answered;
 	 * any other is a ghost (a stale incarnation, a spoofer): dropped.
 	 */
-	if ((syn & URXE_AETH_TYPE_MASK) != URXE_AETH_ACK &&
+	if (v != URXE_V_OK &&
 	    (urxe_psn_before(bth->psn, qp->acked_psn) ||
 	     !urxe_psn_before(bth->psn, qp->psn)))
 		return;
-	switch (syn & URXE_AETH_TYPE_MASK) {
-	case URXE_AETH_ACK:
+	switch (v) {
+	case URXE_V_OK:
 		ack_upto(qp, bth->psn);
 		break;
-	case URXE_AETH_RNR_NAK:
+	case URXE_V_DROP:
+		break;			/* a reserved AETH type */
+	case URXE_V_RNR:
 		rnr_nak(qp, bth->psn, syn);
 		break;
-	case URXE_AETH_NAK:
-		nak(qp, bth->psn, syn);
+	default:
+		nak(qp, bth->psn, v);
 		break;
 	}
 }
@@ -510,14 +527,13 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 		if (!qp->retries_left) {
 			struct urxe_engine *e = qp->eng;
 
-			urxe_count(e, URXE_CNT_RETRY_EXCEEDED_ERR, 1);
 			urxe_info("QP 0x%06x: no ACK for PSN %u from QP 0x%06x after its retries: retry exceeded (this instance so far: %llu packets received, %llu refused by the ICRC check, %llu for no QP, %llu malformed)",
 				  qp->qpn, qp->acked_psn, qp->attr.dest_qpn,
 				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_RCVD_PKTS]),
 				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_ICRC]),
 				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_NO_QP]),
 				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED]));
-			fail(qp, qp->acked_psn, IBV_WC_RETRY_EXC_ERR);
+			fail(qp, qp->acked_psn, URXE_V_RETRY_EXC);
 			return;
 		}
 		urxe_count(qp->eng, URXE_CNT_COMPLETER_RETRY_ERR, 1);

@@ -17,6 +17,7 @@
 #include "icrc.h"
 #include "opcode.h"
 #include "psn.h"
+#include "verdict.h"
 
 #define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)
 #define URXE_KEY_SLOTS (1u << 18)	/* 18 bits of a key's 24 */
@@ -322,9 +323,8 @@ int urxe_mw_bind(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe);
 int urxe_mw_invalidate(struct urxe_eqp *qp, uint32_t rkey);
 /* Puts @qp on the work list; the progress lock held (posters: kick). */
 void urxe_qp_schedule(struct urxe_eqp *qp);
-/* No affiliated event: errors the requester reports in a completion. */
-#define URXE_NO_EVENT ((enum ibv_event_type)-1)
-/* Moves @qp to ERR (flushing) and reports @ev. */
+/* Moves @qp to ERR (flushing) and reports @ev (URXE_NO_EVENT: none, for
+ * errors the requester reports in a completion; verdict.h). */
 void urxe_qp_error(struct urxe_eqp *qp, enum ibv_event_type ev);
 
 /*
@@ -446,14 +446,14 @@ uint32_t urxe_engine_key_index(const struct urxe_engine *eng, uint32_t key);
 
 /*
  * qperr.c: the line a QP's move to ERR by the transport leaves at the
- * default log level (rate-limited), with the reason and what to do.
- * Requester side: @st the failed WQE's status (@psn its PSN, @syn a NAK's
- * syndrome or 0).  Responder side: the NAK code it sent for the request
+ * default log level (rate-limited), with the reason and what to do, in
+ * the words of the verdict's table entry (verdict.c).  Requester side: @v
+ * failed the WQE at @psn.  Responder side: @v was NAKed for the request
  * at @psn.  Progress lock held; QP state still the old one.
  */
-void urxe_qp_err_requester(struct urxe_eqp *qp, enum ibv_wc_status st,
+void urxe_qp_err_requester(struct urxe_eqp *qp, enum urxe_verdict v,
 			   uint32_t psn);
-void urxe_qp_err_responder(struct urxe_eqp *qp, uint8_t nak_code,
+void urxe_qp_err_responder(struct urxe_eqp *qp, enum urxe_verdict v,
 			   uint32_t psn);
 
 #endif

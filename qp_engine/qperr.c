@@ -54,65 +54,33 @@ static void retry_exceeded(struct urxe_eqp *qp, uint32_t psn)
 			  qp->attr.retry_cnt, qp->attr.timeout);
 }
 
-static const struct {
-	enum ibv_wc_status st;
-	const char *why;
-	const char *hint;
-} req_reasons[] = {
-	{ IBV_WC_RNR_RETRY_EXC_ERR, "RNR retry exceeded (the peer had no receive posted)",
-	  "post receives before the peer sends, or raise rnr_retry (7: forever)" },
-	{ IBV_WC_REM_ACCESS_ERR, "remote access error (NAK)",
-	  "the rkey, remote address or length does not fit a remote MR with the rights the operation needs, or the peer QP's access flags forbid it" },
-	{ IBV_WC_REM_INV_REQ_ERR, "remote invalid request (NAK)",
-	  "the peer QP does not allow this operation, or the message is longer than its receive buffer" },
-	{ IBV_WC_REM_OP_ERR, "remote operation error (NAK)",
-	  "the peer could not complete the request (its receive queue or CQ)" },
-	{ IBV_WC_REM_INV_RD_REQ_ERR, "remote invalid RD request (NAK)",
-	  "the peer refused a READ or atomic (max_dest_rd_atomic, access flags)" },
-	{ IBV_WC_LOC_PROT_ERR, "local protection error",
-	  "a local SGE's lkey, address or length is not in an MR of the QP's PD with the access needed (LOCAL_WRITE where data lands)" },
-	{ IBV_WC_MW_BIND_ERR, "memory window bind failed",
-	  "check the MW, its MR (IBV_ACCESS_MW_BIND) and the range" },
-	{ IBV_WC_LOC_QP_OP_ERR, "local invalidate failed",
-	  "the rkey names no window or MR this QP may invalidate" },
-};
-
-void urxe_qp_err_requester(struct urxe_eqp *qp, enum ibv_wc_status st,
+void urxe_qp_err_requester(struct urxe_eqp *qp, enum urxe_verdict v,
 			   uint32_t psn)
 {
-	unsigned int i;
+	const struct urxe_verdict_info *vi = &urxe_verdicts[v];
 
 	if (qp->attr.state == IBV_QPS_ERR ||
 	    !urxe_log_ratelimit(&err_rl, URXE_LOG_WARN))
 		return;
-	if (st == IBV_WC_RETRY_EXC_ERR) {
+	if (v == URXE_V_RETRY_EXC) {
 		retry_exceeded(qp, psn);
 		return;
 	}
-	for (i = 0; i < sizeof(req_reasons) / sizeof(req_reasons[0]); i++)
-		if (req_reasons[i].st == st)
-			break;
-	if (i == sizeof(req_reasons) / sizeof(req_reasons[0])) {
+	if (!vi->req_why) {
 		urxe_warn("%s: QP 0x%06x moved to ERR: work completion status %d at PSN %u",
-			  qp->eng->name, qp->qpn, (int)st, psn);
+			  qp->eng->name, qp->qpn, (int)vi->status, psn);
 		return;
 	}
 	urxe_warn("%s: QP 0x%06x moved to ERR: %s at PSN %u, peer QP 0x%06x: %s",
-		  qp->eng->name, qp->qpn, req_reasons[i].why, psn,
-		  qp->attr.dest_qpn, req_reasons[i].hint);
+		  qp->eng->name, qp->qpn, vi->req_why, psn,
+		  qp->attr.dest_qpn, vi->req_hint);
 }
 
-void urxe_qp_err_responder(struct urxe_eqp *qp, uint8_t nak_code,
+void urxe_qp_err_responder(struct urxe_eqp *qp, enum urxe_verdict v,
 			   uint32_t psn)
 {
-	static const char *const why[] = {
-		[URXE_NAK_INVALID_REQ] = "an invalid request (an operation this QP's access flags forbid, or a message longer than the receive buffer)",
-		[URXE_NAK_REM_ACCESS] = "a remote access error (the rkey, address or length does not fit an MR of this QP's PD with the rights needed)",
-		[URXE_NAK_REM_OP] = "an operation it could not complete (receive queue or CQ)",
-		[URXE_NAK_INVALID_RD_REQ] = "an invalid READ or atomic",
-	};
-	const char *w = nak_code < sizeof(why) / sizeof(why[0]) && why[nak_code] ?
-			why[nak_code] : "an error";
+	const char *w = urxe_verdicts[v].resp_why ? urxe_verdicts[v].resp_why :
+			"an error";
 
 	if (qp->attr.state == IBV_QPS_ERR ||
 	    !urxe_log_ratelimit(&err_rl, URXE_LOG_WARN))

@@ -400,9 +400,10 @@ static bool send_wqe(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 			continue;
 		}
 		if (send_data_pkt(qp, wqe)) {
-			urxe_qp_err_requester(qp, IBV_WC_LOC_PROT_ERR,
+			urxe_qp_err_requester(qp, URXE_V_LOC_PROT,
 					      wqe->first_psn);
-			urxe_comp_send(qp, wqe, IBV_WC_LOC_PROT_ERR);
+			urxe_comp_send(qp, wqe,
+				       urxe_verdicts[URXE_V_LOC_PROT].status);
 			urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
 			return false;
 		}
@@ -438,11 +439,11 @@ static bool run_local_op(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	/* Past it first: completing it may retire it (and move sq_next). */
 	qp->sq_next++;
 	if (rc) {
-		enum ibv_wc_status st = wqe->opcode == IBV_WR_BIND_MW ?
-					IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR;
+		enum urxe_verdict v = wqe->opcode == IBV_WR_BIND_MW ?
+				      URXE_V_MW_BIND : URXE_V_LOC_INV;
 
-		urxe_qp_err_requester(qp, st, wqe->first_psn);
-		urxe_comp_send(qp, wqe, st);
+		urxe_qp_err_requester(qp, v, wqe->first_psn);
+		urxe_comp_send(qp, wqe, urxe_verdicts[v].status);
 		urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
 		return false;
 	}

@@ -11,6 +11,9 @@
  * with nothing of its own to deliver into: each request's XRCETH names an
  * XRC SRQ of the QP's domain (xrc_target()), whose receive WQEs, PD and CQ
  * the message uses; it answers with XRC opcodes.
+ * A request's handler returns its verdict (verdict.h): URXE_V_OK, or the
+ * class of its failure, which request_failed() turns into the NAK, event
+ * and counter of the verdict table.
  * Progress lock held throughout.
  */
 #include <errno.h>
@@ -62,9 +65,18 @@ static void schedule_ack(struct urxe_eqp *qp, uint32_t psn)
 	}
 }
 
-static void send_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t code)
+static void send_nak(struct urxe_eqp *qp, uint32_t psn, enum urxe_verdict v)
 {
-	send_aeth(qp, psn, URXE_AETH_NAK | code);
+	send_aeth(qp, psn, urxe_verdicts[v].aeth);
+}
+
+/* The responder's counter of @v, if it has one. */
+static void resp_count(struct urxe_eqp *qp, enum urxe_verdict v)
+{
+	enum urxe_counter c = urxe_verdicts[v].resp_cnt;
+
+	if (c != URXE_V_NO_COUNTER)
+		urxe_count(qp->eng, c, 1);
 }
 
 /* READ response packets for @res from @psn on. */
@@ -301,27 +313,28 @@ static void xrc_unbind(struct urxe_eqp *qp)
  * PD (rkeys, receive lkeys) and its CQ serve the message.  A message
  * under way keeps its SRQ: a packet of it naming another is invalid.
  */
-static int xrc_bind(struct urxe_eqp *qp, const struct urxe_opinfo *oi,
-		    const uint8_t *pkt)
+static enum urxe_verdict xrc_bind(struct urxe_eqp *qp,
+				  const struct urxe_opinfo *oi,
+				  const uint8_t *pkt)
 {
 	struct urxe_esrq *srq;
 
 	if (xrc_target(qp, oi, pkt, &srq) != XRC_LOCAL)
-		return -EACCES;
+		return URXE_V_NAK_ACCESS;
 	if (srq == qp->srq)
-		return 0;
+		return URXE_V_OK;
 	if (msg_in_progress(qp))
-		return -EPROTO;
+		return URXE_V_NAK_INV;
 	/* Room for the largest WQE of any XRC SRQ (urxe_engine_xsrq_add). */
 	if (!qp->srq_wqe) {
 		qp->srq_wqe = malloc(qp->eng->xsrq_stride);
 		if (!qp->srq_wqe)
-			return -EAGAIN;		/* not ready: RNR NAK */
+			return URXE_V_RNR;	/* not ready: RNR NAK */
 	}
 	qp->srq = srq;
 	qp->pd = srq->pd;
 	qp->rcq = srq->cq;
-	return 0;
+	return URXE_V_OK;
 }
 
 void urxe_resp_xrc_release(struct urxe_eqp *qp)
@@ -342,17 +355,7 @@ void urxe_resp_xrc_release(struct urxe_eqp *qp)
 
 /* ---- request handling ---- */
 
-/* A failed request: NAK it, complete what it touched, QP to error. */
-static void resp_error(struct urxe_eqp *qp, uint32_t psn, uint8_t code,
-		       enum ibv_event_type ev)
-{
-	if (urxe_qp_reliable(qp))
-		send_nak(qp, psn, code);
-	urxe_qp_err_responder(qp, code, psn);
-	urxe_qp_error(qp, ev);
-}
-
-static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
+static enum urxe_verdict handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		       const struct urxe_opinfo *oi, const uint8_t *pkt,
 		       uint32_t paylen)
 {
@@ -361,18 +364,18 @@ static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (oi->flags & URXE_F_FIRST) {
 		rwqe = rq_head_or_srq(qp);
 		if (!rwqe)
-			return -EAGAIN;		/* receiver not ready */
+			return URXE_V_RNR;	/* receiver not ready */
 		qp->rq_active = true;
 		qp->rq_off = 0;
 	} else if (!qp->rq_active) {
-		return -EPROTO;			/* a middle with no first */
+		return URXE_V_NAK_INV;		/* a middle with no first */
 	}
 	rwqe = rq_head_or_srq(qp);
 	if (qp->rq_off + paylen > rwqe->length) {
 		complete_recv(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0,
 			      bth, NULL, NULL);
 		qp->rq_active = false;
-		return -EMSGSIZE;
+		return URXE_V_NAK_LEN;
 	}
 	if (urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge,
 			     qp->rq_off, pkt + oi->hdr_len, paylen)) {
@@ -381,7 +384,7 @@ static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		complete_recv(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0,
 			      bth, NULL, NULL);
 		qp->rq_active = false;
-		return -EFAULT;
+		return URXE_V_NAK_OP;
 	}
 	qp->rq_off += paylen;
 	if ((oi->flags & URXE_F_LAST) && (oi->flags & URXE_F_INV) &&
@@ -392,17 +395,17 @@ static int handle_send(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		complete_recv(qp, rwqe, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0,
 			      bth, NULL, NULL);
 		qp->rq_active = false;
-		return -EPROTO;
+		return URXE_V_NAK_INV;
 	}
 	if (oi->flags & URXE_F_LAST) {
 		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, qp->rq_off,
 			      bth, oi, pkt);
 		qp->rq_active = false;
 	}
-	return 0;
+	return URXE_V_OK;
 }
 
-static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
+static enum urxe_verdict handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			const struct urxe_opinfo *oi, const uint8_t *pkt,
 			uint32_t paylen)
 {
@@ -415,7 +418,7 @@ static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	 * another QP could take it meanwhile).
 	 */
 	if ((oi->flags & URXE_F_IMM) && !rq_head_or_srq(qp))
-		return -EAGAIN;
+		return URXE_V_RNR;
 	if (oi->flags & URXE_F_FIRST) {
 		struct urxe_reth r;
 		uint8_t *dst;
@@ -427,40 +430,40 @@ static int handle_write(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			qp->wr_mem = NULL;
 		}
 		if (!(qp->attr.access & IBV_ACCESS_REMOTE_WRITE))
-			return -EACCES;
+			return URXE_V_NAK_ACCESS;
 		if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 					     IBV_ACCESS_REMOTE_WRITE,
 					     &qp->wr_mem, &dst))
-			return -EACCES;
+			return URXE_V_NAK_ACCESS;
 		if (!r.len)
 			qp->wr_mem = NULL;
 		qp->wr_va = (uint64_t)(uintptr_t)(r.len ? dst : NULL);
 		qp->wr_resid = r.len;
 		qp->rq_off = r.len;		/* byte_len of WRITE_WITH_IMM */
 	} else if (!qp->wr_mem && qp->wr_resid) {
-		return -EPROTO;
+		return URXE_V_NAK_INV;
 	}
 	if (paylen > qp->wr_resid || ((oi->flags & URXE_F_LAST) &&
 				      paylen != qp->wr_resid))
-		return -EMSGSIZE;
+		return URXE_V_NAK_LEN;
 	if (paylen) {
 		memcpy((uint8_t *)(uintptr_t)qp->wr_va, pkt + oi->hdr_len, paylen);
 		qp->wr_va += paylen;
 		qp->wr_resid -= paylen;
 	}
 	if (!(oi->flags & URXE_F_LAST))
-		return 0;
+		return URXE_V_OK;
 	if (qp->wr_mem)
 		urxe_mem_put(qp->wr_mem);
 	qp->wr_mem = NULL;
 	if (oi->flags & URXE_F_IMM) {
 		rwqe = rq_head_or_srq(qp);
 		if (!rwqe)
-			return -EAGAIN;
+			return URXE_V_RNR;
 		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 			      qp->rq_off, bth, oi, pkt);
 	}
-	return 0;
+	return URXE_V_OK;
 }
 
 static struct urxe_rd_res *rd_res_new(struct urxe_eqp *qp)
@@ -472,8 +475,10 @@ static struct urxe_rd_res *rd_res_new(struct urxe_eqp *qp)
 	return res;
 }
 
-static int handle_read(struct urxe_eqp *qp, const struct urxe_bth *bth,
-		       const struct urxe_opinfo *oi, const uint8_t *pkt)
+static enum urxe_verdict handle_read(struct urxe_eqp *qp,
+				     const struct urxe_bth *bth,
+				     const struct urxe_opinfo *oi,
+				     const uint8_t *pkt)
 {
 	uint32_t mtu = urxe_qp_mtu(qp);
 	struct urxe_rd_res *res;
@@ -483,10 +488,10 @@ static int handle_read(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 	urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
 	if (!(qp->attr.access & IBV_ACCESS_REMOTE_READ) || !qp->rd_res)
-		return -EACCES;
+		return URXE_V_NAK_ACCESS;
 	if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 				     IBV_ACCESS_REMOTE_READ, &mem, &src))
-		return -EACCES;
+		return URXE_V_NAK_ACCESS;
 	if (r.len)
 		urxe_mem_put(mem);
 	res = rd_res_new(qp);
@@ -499,11 +504,13 @@ static int handle_read(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	qp->msn++;
 	send_read_resp(qp, res, bth->psn);
 	qp->epsn = urxe_psn_add(res->last_psn, 1);
-	return 0;
+	return URXE_V_OK;
 }
 
-static int handle_atomic(struct urxe_eqp *qp, const struct urxe_bth *bth,
-			 const struct urxe_opinfo *oi, const uint8_t *pkt)
+static enum urxe_verdict handle_atomic(struct urxe_eqp *qp,
+				       const struct urxe_bth *bth,
+				       const struct urxe_opinfo *oi,
+				       const uint8_t *pkt)
 {
 	struct urxe_rd_res *res;
 	struct urxe_atmeth a;
@@ -513,17 +520,17 @@ static int handle_atomic(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 	urxe_atmeth_get(pkt + oi->off[URXE_HDR_ATMETH], &a);
 	if (!(qp->attr.access & IBV_ACCESS_REMOTE_ATOMIC) || !qp->rd_res)
-		return -EACCES;
+		return URXE_V_NAK_ACCESS;
 	if (a.va & 7)
-		return -EPROTO;		/* IBA 9.4.5: misaligned is invalid */
+		return URXE_V_NAK_INV;	/* IBA 9.4.5: misaligned is invalid */
 	if (urxe_mem_remote(qp, a.rkey, a.va, 8,
 			    IBV_ACCESS_REMOTE_ATOMIC, &mem, &p))
-		return -EACCES;
+		return URXE_V_NAK_ACCESS;
 	/* An MR whose iova and address differ mod 8 (zero-based, reg_mr_iova):
 	 * an aligned VA can still be a misaligned host address (as rxe). */
 	if ((uintptr_t)p & 7) {
 		urxe_mem_put(mem);
-		return -EPROTO;
+		return URXE_V_NAK_INV;
 	}
 	target = (uint64_t *)(void *)p;
 	if (urxe_opcode_op(bth->opcode) == URXE_OP_CMP_SWAP) {
@@ -542,7 +549,7 @@ static int handle_atomic(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	qp->msn++;
 	send_atomic_ack(qp, res);
 	qp->epsn = urxe_psn_add(bth->psn, 1);
-	return 0;
+	return URXE_V_OK;
 }
 
 /*
@@ -595,31 +602,27 @@ static void handle_duplicate(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	}
 }
 
-/* Maps a handler's failure to the NAK and the affiliated event. */
+/*
+ * A reliable QP's failed request: the NAK, counter and affiliated event
+ * of verdict @v.  An RNR NAK leaves the QP as it is (the requester comes
+ * back); any other NAK moves it to ERR, which completes what the request
+ * touched.
+ */
 static void request_failed(struct urxe_eqp *qp, const struct urxe_bth *bth,
-			   int rc)
+			   enum urxe_verdict v)
 {
-	switch (rc) {
-	case -EAGAIN:
-		urxe_count(qp->eng, URXE_CNT_SND_RNR_ERR, 1);
+	const struct urxe_verdict_info *vi = &urxe_verdicts[v];
+
+	resp_count(qp, v);
+	if (v == URXE_V_RNR) {
 		/* IBA 9.7.5.2.8: RNR NAK carrying our min_rnr_timer. */
-		if (urxe_qp_reliable(qp))
-			send_aeth(qp, bth->psn, URXE_AETH_RNR_NAK |
-				  (qp->attr.min_rnr_timer & 0x1f));
-		break;
-	case -EACCES:
-		resp_error(qp, bth->psn, URXE_NAK_REM_ACCESS,
-			   IBV_EVENT_QP_ACCESS_ERR);
-		break;
-	case -EPROTO:
-	case -EMSGSIZE:
-		resp_error(qp, bth->psn, URXE_NAK_INVALID_REQ,
-			   IBV_EVENT_QP_REQ_ERR);
-		break;
-	default:
-		resp_error(qp, bth->psn, URXE_NAK_REM_OP, IBV_EVENT_QP_FATAL);
-		break;
+		send_aeth(qp, bth->psn,
+			  vi->aeth | (qp->attr.min_rnr_timer & 0x1f));
+		return;
 	}
+	send_aeth(qp, bth->psn, vi->aeth);
+	urxe_qp_err_responder(qp, v, bth->psn);
+	urxe_qp_error(qp, vi->resp_event);
 }
 
 /* UC: a gap loses the message in progress; resume at the next first. */
@@ -723,10 +726,11 @@ static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
  * of the host guessing keys -- could end it with one packet.  Only WRITEs:
  * a SEND's length error has completed its receive in error already.
  */
-static bool uc_droppable(const struct urxe_opinfo *oi, int rc)
+static bool uc_droppable(const struct urxe_opinfo *oi, enum urxe_verdict v)
 {
-	return rc == -EACCES || ((oi->flags & URXE_F_WRITE) &&
-				 (rc == -EMSGSIZE || rc == -EPROTO));
+	return v == URXE_V_NAK_ACCESS ||
+	       ((oi->flags & URXE_F_WRITE) &&
+		(v == URXE_V_NAK_LEN || v == URXE_V_NAK_INV));
 }
 
 /*
@@ -735,7 +739,7 @@ static bool uc_droppable(const struct urxe_opinfo *oi, int rc)
  * the next message's first packet starts over.
  */
 static void uc_drop_message(struct urxe_eqp *qp, const struct urxe_bth *bth,
-			    int rc)
+			    enum urxe_verdict v)
 {
 	if (qp->wr_mem) {
 		urxe_mem_put(qp->wr_mem);
@@ -744,7 +748,7 @@ static void uc_drop_message(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	qp->wr_resid = 0;
 	qp->rq_active = false;
 	urxe_dbg("QP 0x%06x: UC request PSN %u refused (%s): message dropped",
-		 qp->qpn, bth->psn, strerror(-rc));
+		 qp->qpn, bth->psn, urxe_verdicts[v].name);
 }
 
 /* Carries out a request in sequence, and acknowledges it. */
@@ -752,22 +756,23 @@ static void execute(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		    const struct urxe_opinfo *oi, const uint8_t *pkt,
 		    uint32_t paylen)
 {
-	int rc;
+	enum urxe_verdict v;
 
 	if (oi->flags & URXE_F_SEND)
-		rc = handle_send(qp, bth, oi, pkt, paylen);
+		v = handle_send(qp, bth, oi, pkt, paylen);
 	else if (oi->flags & URXE_F_WRITE)
-		rc = handle_write(qp, bth, oi, pkt, paylen);
+		v = handle_write(qp, bth, oi, pkt, paylen);
 	else if (oi->flags & URXE_F_READ)
-		rc = handle_read(qp, bth, oi, pkt);
+		v = handle_read(qp, bth, oi, pkt);
 	else
-		rc = handle_atomic(qp, bth, oi, pkt);
-	if (rc) {
+		v = handle_atomic(qp, bth, oi, pkt);
+	if (v != URXE_V_OK) {
+		/* UC: no NAK; not ready, the packet is ignored. */
 		if (urxe_qp_reliable(qp))
-			request_failed(qp, bth, rc);
-		else if (uc_droppable(oi, rc))
-			uc_drop_message(qp, bth, rc);
-		else if (rc != -EAGAIN)
+			request_failed(qp, bth, v);
+		else if (uc_droppable(oi, v))
+			uc_drop_message(qp, bth, v);
+		else if (v != URXE_V_RNR)
 			urxe_qp_error(qp, IBV_EVENT_QP_FATAL);
 		return;
 	}
@@ -814,7 +819,7 @@ static void resp_input_one(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			   const struct urxe_opinfo *oi, const uint8_t *pkt,
 			   uint32_t paylen, const struct urxe_rx_meta *meta)
 {
-	int rc;
+	enum urxe_verdict v;
 
 	if (qp->attr.state == IBV_QPS_RESET || qp->attr.state == IBV_QPS_INIT ||
 	    qp->attr.state == IBV_QPS_ERR)
@@ -827,13 +832,15 @@ static void resp_input_one(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		if (!uc_sequence(qp, bth, oi))
 			return;
 	} else if (bth->psn != qp->epsn) {
-		if (urxe_psn_before(bth->psn, qp->epsn)) {
-			urxe_count(qp->eng, URXE_CNT_DUPLICATE_REQUEST, 1);
+		/* One sequence NAK, until a request at ePSN comes. */
+		v = urxe_psn_before(bth->psn, qp->epsn) ? URXE_V_DUP
+							: URXE_V_NAK_SEQ;
+		resp_count(qp, v);
+		if (v == URXE_V_DUP) {
 			handle_duplicate(qp, bth, oi, pkt);
-		} else if (urxe_count(qp->eng, URXE_CNT_OUT_OF_SEQ_REQUEST, 1),
-			   !qp->nak_seq_sent) {
+		} else if (!qp->nak_seq_sent) {
 			qp->nak_seq_sent = true;
-			send_nak(qp, qp->epsn, URXE_NAK_PSN_SEQ);
+			send_nak(qp, qp->epsn, v);
 		}
 		return;
 	}
@@ -842,9 +849,9 @@ static void resp_input_one(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		execute(qp, bth, oi, pkt, paylen);
 		return;
 	}
-	rc = xrc_bind(qp, oi, pkt);
-	if (rc)
-		request_failed(qp, bth, rc);	/* unknown SRQ: NAK access */
+	v = xrc_bind(qp, oi, pkt);
+	if (v != URXE_V_OK)
+		request_failed(qp, bth, v);	/* unknown SRQ: NAK access */
 	else
 		execute(qp, bth, oi, pkt, paylen);
 	/* Between messages a TGT QP points at no SRQ. */

@@ -7,7 +7,8 @@
  * NAK or by the transport timer; an RNR NAK waits out its timer; remote
  * access violations end in the statuses the IBA prescribes.  UC: SEND,
  * WRITE and WRITE with immediate arrive; a lost packet loses its message
- * only (IBA 9.7.5.1.2), whichever packet of it was lost.
+ * only (IBA 9.7.5.1.2), whichever packet of it was lost.  The verdict
+ * table (verdict.c) against the IBA's AETH encodings and statuses.
  */
 #include <check.h>
 #include <errno.h>
@@ -1256,6 +1257,99 @@ START_TEST(rc_never_waits_for_room)
 }
 END_TEST
 
+/*
+ * The verdict table against the IBA, written out here: each NAK's AETH
+ * byte (IBA 9.7.5.1.1, table 44: 001 RNR, 011 NAK + code), what the
+ * requester's WQE ends with, the responder QP's event and the counters.
+ * A NAK's byte read back gives the verdict the requester acts on.
+ */
+static const struct {
+	enum urxe_verdict v;
+	int aeth;			/* -1: sends none */
+	enum ibv_wc_status status;
+	enum ibv_event_type ev;
+	enum urxe_counter resp_cnt, comp_cnt;
+} verdict_cases[] = {
+	{ URXE_V_OK, 0x1f, IBV_WC_SUCCESS, URXE_NO_EVENT,
+	  URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_DUP, 0x1f, IBV_WC_SUCCESS, URXE_NO_EVENT,
+	  URXE_CNT_DUPLICATE_REQUEST, URXE_V_NO_COUNTER },
+	{ URXE_V_RNR, 0x20, IBV_WC_SUCCESS, URXE_NO_EVENT,
+	  URXE_CNT_SND_RNR_ERR, URXE_CNT_RCV_RNR_ERR },
+	{ URXE_V_NAK_SEQ, 0x60, IBV_WC_SUCCESS, URXE_NO_EVENT,
+	  URXE_CNT_OUT_OF_SEQ_REQUEST, URXE_CNT_RCV_SEQ_ERR },
+	{ URXE_V_NAK_INV, 0x61, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR,
+	  URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_NAK_LEN, 0x61, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR,
+	  URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_NAK_ACCESS, 0x62, IBV_WC_REM_ACCESS_ERR,
+	  IBV_EVENT_QP_ACCESS_ERR, URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_NAK_OP, 0x63, IBV_WC_REM_OP_ERR, IBV_EVENT_QP_FATAL,
+	  URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_NAK_INV_RD, 0x64, IBV_WC_REM_INV_RD_REQ_ERR,
+	  IBV_EVENT_QP_REQ_ERR, URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_RNR_RETRY_EXC, -1, IBV_WC_RNR_RETRY_EXC_ERR, URXE_NO_EVENT,
+	  URXE_V_NO_COUNTER, URXE_CNT_RETRY_RNR_EXCEEDED_ERR },
+	{ URXE_V_RETRY_EXC, -1, IBV_WC_RETRY_EXC_ERR, URXE_NO_EVENT,
+	  URXE_V_NO_COUNTER, URXE_CNT_RETRY_EXCEEDED_ERR },
+	{ URXE_V_LOC_PROT, -1, IBV_WC_LOC_PROT_ERR, URXE_NO_EVENT,
+	  URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_MW_BIND, -1, IBV_WC_MW_BIND_ERR, URXE_NO_EVENT,
+	  URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+	{ URXE_V_LOC_INV, -1, IBV_WC_LOC_QP_OP_ERR, URXE_NO_EVENT,
+	  URXE_V_NO_COUNTER, URXE_V_NO_COUNTER },
+};
+
+START_TEST(verdict_table)
+{
+	const struct urxe_verdict_info *vi =
+		&urxe_verdicts[verdict_cases[_i].v];
+
+	ck_assert_int_eq(vi->status, verdict_cases[_i].status);
+	ck_assert_int_eq(vi->resp_event, verdict_cases[_i].ev);
+	ck_assert_int_eq(vi->resp_cnt, verdict_cases[_i].resp_cnt);
+	ck_assert_int_eq(vi->comp_cnt, verdict_cases[_i].comp_cnt);
+	if (verdict_cases[_i].aeth < 0)
+		return;
+	ck_assert_int_eq(vi->aeth, verdict_cases[_i].aeth);
+	if (!vi->nak)
+		return;
+	/* NAK_LEN reads back as NAK_INV: one code on the wire. */
+	ck_assert_int_eq(urxe_verdicts[urxe_aeth_verdict(vi->aeth)].status,
+			 vi->status);
+	ck_assert_int_eq(urxe_verdicts[urxe_aeth_verdict(vi->aeth)].aeth,
+			 vi->aeth);
+}
+END_TEST
+
+/* Every verdict named, and worded where it moves a QP to ERR. */
+START_TEST(verdict_names_and_words)
+{
+	unsigned int v;
+
+	ck_assert_uint_eq(sizeof(verdict_cases) / sizeof(verdict_cases[0]) + 1,
+			  URXE_V__COUNT);	/* all but DROP above */
+	for (v = 0; v < URXE_V__COUNT; v++) {
+		const struct urxe_verdict_info *vi = &urxe_verdicts[v];
+
+		ck_assert_msg(vi->name && *vi->name, "verdict %u unnamed", v);
+		if (vi->nak && vi->resp_event != URXE_NO_EVENT)
+			ck_assert_msg(vi->resp_why, "%s", vi->name);
+		if (vi->status != IBV_WC_SUCCESS && v != URXE_V_RETRY_EXC)
+			ck_assert_msg(vi->req_why && vi->req_hint, "%s",
+				      vi->name);
+	}
+	ck_assert_str_eq(urxe_verdicts[URXE_V_NAK_ACCESS].name, "NAK_ACCESS");
+	/* Credits and RNR timers ride in the low bits; reserved values. */
+	ck_assert_int_eq(urxe_aeth_verdict(0x0a), URXE_V_OK);
+	ck_assert_int_eq(urxe_aeth_verdict(0x2e), URXE_V_RNR);
+	ck_assert_int_eq(urxe_aeth_verdict(0x65), URXE_V_NAK_OP);
+	ck_assert_int_eq(urxe_aeth_verdict(0x7f), URXE_V_NAK_OP);
+	ck_assert_int_eq(urxe_aeth_verdict(0x40), URXE_V_DROP);
+	ck_assert_int_eq(urxe_aeth_verdict(0xe0), URXE_V_DROP);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -1301,6 +1395,12 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, uc_loss_drops_one_message, 0, 3);
 	tcase_add_test(tc, uc_write_imm_loss);
 	tcase_add_test(tc, uc_flow_waits_for_room);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("verdicts");
+	tcase_add_loop_test(tc, verdict_table, 0,
+			    sizeof(verdict_cases) / sizeof(verdict_cases[0]));
+	tcase_add_test(tc, verdict_names_and_words);
 	suite_add_tcase(s, tc);
 	return s;
 }
