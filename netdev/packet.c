@@ -53,11 +53,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/ipudp.h>
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 #include <urxe/util.h>
 
-#include "ipudp.h"
 #include "nl.h"
 #include "packet_int.h"
 

@@ -36,11 +36,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <urxe/ipudp.h>
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 #include <urxe/util.h>
-
-#include "ipudp.h"
 
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
 #define VIRTIO_NET_HDR_GSO_UDP_L4 5	/* Linux 6.2's uapi */

@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/icrc.h>
 #include <urxe/netdev.h>
+#include <urxe/wire.h>
 
 #include "engine_int.h"
-#include "icrc.h"
-#include "psn.h"
 
 static void keys_seed(struct urxe_engine *eng, uint64_t seed);
 

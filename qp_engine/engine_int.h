@@ -11,12 +11,9 @@
 #include <pthread.h>
 
 #include <urxe/engine.h>
+#include <urxe/icrc.h>
 #include <urxe/log.h>
-
-#include "hdr.h"
-#include "icrc.h"
-#include "opcode.h"
-#include "psn.h"
+#include <urxe/wire.h>
 
 #define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)
 #define URXE_KEY_SLOTS (1u << 18)	/* 18 bits of a key's 24 */

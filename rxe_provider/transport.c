@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <urxe/icrc.h>
 #include <urxe/log.h>
 #include <urxe/provider.h>
 #include <urxe/util.h>

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <urxe/icrc.h>
 #include <urxe/log.h>
 #include <urxe/provider.h>
 #include <urxe/util.h>

@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include <urxe/util.h>
+#include <urxe/wire.h>
 
 #include "../rdmacm/mad.h"
 #include "frame.h"
-#include "opcode.h"
 #include "trace.h"
 
 static uint64_t fnv1a(const uint8_t *p, size_t n)

@@ -19,8 +19,7 @@
 #include <string.h>
 
 #include <urxe/engine.h>
-
-#include "icrc.h"
+#include <urxe/icrc.h>
 
 #define PKT_LEN 96			/* BTH, 80 payload bytes, ICRC */
 

@@ -4,8 +4,8 @@
  * backend's frames (packet.c, packet_gso.c) and the frames URXE_PCAP
  * rebuilds (capture.c), and the Internet checksums they carry.
  */
-#ifndef URXE_NETDEV_IPUDP_H
-#define URXE_NETDEV_IPUDP_H
+#ifndef URXE_IPUDP_H
+#define URXE_IPUDP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <urxe/wire.h>
+
 struct urxe_icrc {
 	uint32_t crc;
 };
@@ -125,7 +127,6 @@ struct urxe_icrc_ids {
 
 /* urxe_icrc_ipv4_id_delta() from @t's tables (NULL: the thread's). */
 uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id);
-struct urxe_rx_meta;
 /*
  * Checks the ICRC of a received packet (@roce = BTH .. ICRC).  With the IP
  * header at hand (packet backend) the check is exact; from a UDP socket the
@@ -142,5 +143,20 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
  */
 bool urxe_icrc_check_rx_exact(const uint8_t *roce, uint32_t len,
 			      const struct urxe_rx_meta *meta);
+
+/*
+ * What to XOR into the ICRC of an IPv4 RoCE packet of @len bytes (BTH ..
+ * ICRC) computed for IP ID 0 to make it right for IP ID @id (the thread's
+ * tables).
+ */
+uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id);
+
+/*
+ * The IPv4 ID a received frame (BTH .. ICRC, header rebuilt from @meta)
+ * was sent with, solved from its ICRC (0 if it matches as is); false if
+ * no ID makes the ICRC match.  No state changes: for captures.
+ */
+bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
+			  const struct urxe_rx_meta *meta, uint16_t *ip_id);
 
 #endif

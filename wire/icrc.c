@@ -6,11 +6,9 @@
 #include <isa-l/crc.h>
 #include <string.h>
 
-#include <urxe/engine.h>
+#include <urxe/icrc.h>
 #include <urxe/util.h>
-
-#include "hdr.h"
-#include "icrc.h"
+#include <urxe/wire.h>
 
 #define IPV6_HDR_LEN 40
 #define IPV4_MIN_HDR_LEN 20
