@@ -1003,12 +1003,6 @@ static void run_pending(struct urxe_engine *eng)
 	}
 }
 
-uint32_t urxe_engine_ipv4_id_delta(struct urxe_engine *eng, uint32_t len,
-				   uint16_t id)
-{
-	return urxe_icrc_id_delta(&eng->icrc_ids, len, id);
-}
-
 uint64_t urxe_now(struct urxe_engine *eng)
 {
 	return eng->ops->now(eng->priv);

@@ -676,13 +676,6 @@ void urxe_engine_set_read_window(struct urxe_engine *eng, uint32_t pkts);
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);
 
 /*
- * urxe_icrc_ipv4_id_delta() (<urxe/icrc.h>) from @eng's tables: the
- * progress lock held (a transmit path).
- */
-uint32_t urxe_engine_ipv4_id_delta(struct urxe_engine *eng, uint32_t len,
-				   uint16_t id);
-
-/*
  * For rx_poll: the engine's time, as its progress round saw it (a
  * reading shared by everything the round does).
  */
