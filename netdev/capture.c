@@ -23,11 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/ipudp.h>
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 #include <urxe/util.h>
-
-#include "ipudp.h"
 
 #define LINKTYPE_ETHERNET 1
 #define SNAPLEN 262144

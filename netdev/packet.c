@@ -53,11 +53,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/ipudp.h>
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 #include <urxe/util.h>
 
-#include "ipudp.h"
 #include "nl.h"
 #include "packet_int.h"
 
@@ -346,12 +346,11 @@ static int build_frame(struct urxe_packet *p, const struct urxe_packet_out *out,
 		return rc < 0 ? rc : 1;
 	}
 	m = urxe_packet_gso_run(out, n, cap - GSO_HDRS);
-	rc = urxe_packet_build_gso(dmac, p->mac, out, m, f, cap, p->mtu,
-				   p->id_delta);
+	rc = urxe_packet_build_gso(dmac, p->mac, out, m, f, cap, p->mtu);
 	if (rc < 0 && m > 1) {
 		m = 1;
 		rc = urxe_packet_build_gso(dmac, p->mac, out, 1, f, cap,
-					   p->mtu, p->id_delta);
+					   p->mtu);
 	}
 	if (rc >= 0)
 		h->tp_len = (uint32_t)rc;
@@ -759,8 +758,7 @@ int urxe_packet_open(const struct urxe_packet_conf *conf,
 	p->ifindex = conf->ifc->ifindex;
 	p->mtu = conf->ifc->mtu;
 	p->loopback = conf->ifc->loopback;
-	p->gso = conf->gso && conf->icrc_id_delta && urxe_packet_gso_probe();
-	p->id_delta = conf->icrc_id_delta;
+	p->gso = conf->gso && urxe_packet_gso_probe();
 	memcpy(p->mac, conf->ifc->mac, 6);
 	snprintf(p->ifname, sizeof(p->ifname), "%s", conf->ifc->name);
 	rc = open_ring_socket(p, conf->slot);

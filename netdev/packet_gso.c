@@ -36,11 +36,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <urxe/icrc.h>
+#include <urxe/ipudp.h>
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 #include <urxe/util.h>
-
-#include "ipudp.h"
 
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
 #define VIRTIO_NET_HDR_GSO_UDP_L4 5	/* Linux 6.2's uapi */
@@ -190,21 +190,18 @@ unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
 
 int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
 			  const struct urxe_packet_out *o, unsigned int m,
-			  uint8_t *f, size_t cap, unsigned int mtu,
-			  uint32_t (*icrc_id_delta)(uint32_t len, uint16_t id))
+			  uint8_t *f, size_t cap, unsigned int mtu)
 {
 	struct virtio_net_hdr v = { 0 };
 	uint8_t *e = f + URXE_PACKET_VNET_LEN, *ip = e + 14, *udp, *at;
 	bool v4 = urxe_gid_is_v4(o->dst) && urxe_gid_is_v4(o->src);
 	size_t ip_len = v4 ? 20 : 40, hl = 14 + ip_len + 8, end;
-	uint32_t seg, len, total, s, k;
+	uint32_t seg, len, total, s;
 	unsigned int i;
 	int rc;
 
 	if (cap < URXE_PACKET_VNET_LEN)
 		return -EMSGSIZE;
-	if (v4 && !icrc_id_delta)
-		m = 1;
 	rc = urxe_packet_build(dmac, smac, o, e, cap - URXE_PACKET_VNET_LEN,
 			       mtu);
 	if (rc < 0 || m < 2) {
@@ -222,18 +219,10 @@ int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
 			return -EMSGSIZE;
 		at = e + end;
 		at += urxe_iov_gather(o[i].iov, o[i].niov, at, len);
-		if (v4 && len >= 4) {
-			/* Segment i leaves with IPv4 ID i: its ICRC must say so. */
-			uint8_t *c = at - 4;
-
-			k = (uint32_t)c[0] | (uint32_t)c[1] << 8 |
-			    (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
-			k ^= icrc_id_delta(len, (uint16_t)i);
-			c[0] = (uint8_t)k;
-			c[1] = (uint8_t)(k >> 8);
-			c[2] = (uint8_t)(k >> 16);
-			c[3] = (uint8_t)(k >> 24);
-		}
+		/* Segment i leaves with IPv4 ID i: its ICRC must say so. */
+		if (v4 && len >= 4)
+			urxe_xor_le32(at - 4, urxe_icrc_ipv4_id_delta(len,
+							(uint16_t)i));
 		end += len;
 		total += len;
 	}

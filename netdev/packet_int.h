@@ -49,7 +49,6 @@ struct urxe_packet {
 	unsigned int rx_held;		/* handed out by recv, not released */
 	unsigned int rx_part;		/* segments of the next one handed out */
 	bool gso;			/* PACKET_VNET_HDR, super-frames */
-	uint32_t (*id_delta)(uint32_t len, uint16_t id);
 	unsigned int rx_since_tx;	/* frames received since the last send */
 	unsigned int rx_run;		/* ... since the last with an answer */
 	int ifindex;

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/icrc.h>
 #include <urxe/log.h>
 #include <urxe/netdev.h>
 #include <urxe/util.h>
@@ -51,12 +52,10 @@
 /*
  * A socket connects (its IPv4 IDs jump to a random counter) only after
  * this long without a connected datagram from its port: a receiver takes
- * such a jump after 1 ms of silence from the flow (qp_engine/icrc.c).
+ * such a jump after 1 ms of silence from the flow (wire/ipid.c).
  */
 #define CONN_QUIET_NS 2000000ull
 #define ID_RECHECK 65536		/* datagrams between two ID probes */
-#define FIX_IOV 1024			/* rewritten iovecs per sendmmsg */
-#define FIX_TRAIL 256			/* rewritten ICRCs per sendmmsg */
 
 enum { V4, V6, NFAM };
 
@@ -100,17 +99,12 @@ struct urxe_udp {
 	unsigned int nsocks;
 	unsigned int rr;			/* recv: family drained first */
 	bool connect;
-	uint32_t (*id_delta)(void *ctx, uint32_t len, uint16_t id);
-	void *id_ctx;
 	int sink;				/* ID probes go there; -1: none */
 	uint16_t sink_port;
 	uint64_t probes;
 	struct usock socks[URXE_UDP_MAX_FDS];
 	/* Datagrams from connected IPv4 sockets, with their ICRCs rewritten */
-	struct iovec fix_iov[FIX_IOV];
-	uint8_t fix_trail[FIX_TRAIL][4];
-	struct { uint8_t *at; uint32_t d; } patch[FIX_TRAIL];
-	unsigned int npatch;
+	struct urxe_ipid_fix fix;
 };
 
 /*
@@ -286,7 +280,7 @@ static void close_tail(struct urxe_udp *u, unsigned int keep)
  * The IPv4 receive sockets: two in one SO_REUSEPORT group, a classic BPF
  * program steering datagrams with UDP checksum 0 to the second.  A socket
  * does not tell whether a datagram carried a checksum; the ICRC check
- * needs to know (see qp_engine/icrc.c).  The filter runs with the data at
+ * needs to know (see wire/ipid.c).  The filter runs with the data at
  * the UDP payload: it reads the headers through SKF_NET_OFF.  A plain
  * socket is bound first, for a moment: it fails where anyone holds the
  * port, and the group (without SO_REUSEPORT elsewhere) admits no one
@@ -413,8 +407,6 @@ int urxe_udp_open(const struct urxe_udp_conf *conf, struct urxe_udp **out)
 	u->loopback = conf->loopback;
 	u->gso = conf->gso;
 	u->connect = conf->connect;
-	u->id_delta = conf->id_delta;
-	u->id_ctx = conf->id_ctx;
 	u->sink = -1;
 	u->lo_addr = conf->lo_addr;
 	u->ifindex = conf->ifc ? conf->ifc->ifindex : 0;
@@ -784,7 +776,7 @@ static void conn_open(struct urxe_udp *u, struct usock *s,
 	int rc;
 
 	if (s->fam == V4 &&
-	    (!u->id_delta || sink_open(u) ||
+	    (sink_open(u) ||
 	     setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPING, &sw, sizeof(sw)))) {
 		u->connect = false;
 		urxe_dbg("udp: no ID probes here (%s); transmit sockets stay unconnected",
@@ -834,133 +826,6 @@ static int conn_prepare(struct urxe_udp *u, struct usock *s,
 	if (rc)
 		conn_close(u, s, rc);
 	return 0;
-}
-
-/*
- * What turns the ICRC of segment @i (@len bytes), computed for ID @i, into
- * the one for ID @base + @i: the XOR of the two IDs' shares.
- */
-static uint32_t seg_delta(const struct urxe_udp *u, size_t len, uint16_t base,
-			  unsigned int i)
-{
-	return u->id_delta(u->id_ctx, (uint32_t)len,
-			   (uint16_t)((uint16_t)(base + i) ^ i));
-}
-
-/* Puts back what fix_in_place() rewrote, down to u->patch[@keep]. */
-static void fix_undo(struct urxe_udp *u, unsigned int keep)
-{
-	while (u->npatch > keep) {
-		u->npatch--;
-		urxe_xor_le32(u->patch[u->npatch].at, u->patch[u->npatch].d);
-	}
-}
-
-/*
- * Datagram @o leaves a connected IPv4 socket with ID @base (segment i:
- * base + i) while its ICRCs were computed for ID i: rewrites them where
- * they lie, each packet's last four bytes, and notes what it did in
- * u->patch for fix_undo() once the datagram has left (the packets are the
- * caller's, and stay as they were).  Returns 1; 0, changing nothing, when
- * a packet's last four bytes are split across pieces (fix_ids() copies
- * them); -1 when one was already rewritten for another datagram of this
- * send (the same packet twice): it must wait for the next.
- */
-static int fix_in_place(struct urxe_udp *u, const struct urxe_udp_out *o,
-			uint16_t base)
-{
-	size_t total = urxe_iov_len(o->iov, o->niov), pos = 0, end, len;
-	size_t seg = o->gso_size ? o->gso_size : total;
-	unsigned int k = 0, i, j, first = u->npatch;
-	int ret = 0;
-	uint8_t *at;
-
-	for (i = 0, end = 0; end < total; i++) {
-		len = total - end < seg ? total - end : seg;
-		end += len;
-		while (k < o->niov && pos + o->iov[k].iov_len < end)
-			pos += o->iov[k++].iov_len;
-		if (len < 4 || k == o->niov || end - 4 < pos ||
-		    u->npatch == FIX_TRAIL)
-			goto undo;
-		at = (uint8_t *)o->iov[k].iov_base + (end - 4 - pos);
-		for (j = 0; j < first; j++)
-			if (u->patch[j].at == at)
-				ret = -1;
-		if (ret)
-			goto undo;
-		u->patch[u->npatch].at = at;
-		u->patch[u->npatch].d = seg_delta(u, len, base, i);
-		urxe_xor_le32(at, u->patch[u->npatch++].d);
-	}
-	return 1;
-
-undo:
-	fix_undo(u, first);
-	return ret;
-}
-
-/*
- * Datagram @h (from @o) leaves a connected IPv4 socket with ID @base, its
- * segment i with base + i, while its ICRCs were computed for ID i.  Points
- * its iovec at a copy in u->fix_iov whose pieces are the same but for each
- * packet's last four bytes, which come from u->fix_trail with the ICRC for
- * the real ID.  The packets stay as they were.  Returns false, changing
- * nothing, when the copy would not fit in what is left.
- */
-static bool fix_ids(struct urxe_udp *u, struct msghdr *h,
-		    const struct urxe_udp_out *o, uint16_t base,
-		    unsigned int *niov, unsigned int *ntrail)
-{
-	size_t total = urxe_iov_len(o->iov, o->niov), off = 0, at = 0;
-	size_t seg = o->gso_size ? o->gso_size : total;
-	unsigned int k = *niov, t = *ntrail, ii = 0, i, b;
-
-	for (i = 0; off < total; i++) {
-		size_t len = total - off < seg ? total - off : seg;
-		size_t body = len < 4 ? 0 : len - 4, take;
-
-		while (body) {
-			if (ii >= o->niov || k >= FIX_IOV)
-				return false;
-			take = o->iov[ii].iov_len - at;
-			if (take > body)
-				take = body;
-			if (take) {
-				u->fix_iov[k].iov_base =
-					(uint8_t *)o->iov[ii].iov_base + at;
-				u->fix_iov[k++].iov_len = take;
-			}
-			at += take;
-			body -= take;
-			if (at == o->iov[ii].iov_len) {
-				ii++;
-				at = 0;
-			}
-		}
-		if (t >= FIX_TRAIL || k >= FIX_IOV)
-			return false;
-		for (b = 0; b < 4 && b < len; b++) {
-			while (ii < o->niov && at == o->iov[ii].iov_len) {
-				ii++;
-				at = 0;
-			}
-			if (ii >= o->niov)
-				return false;
-			u->fix_trail[t][b] = ((uint8_t *)o->iov[ii].iov_base)[at++];
-		}
-		if (len >= 4)
-			urxe_xor_le32(u->fix_trail[t],
-				      seg_delta(u, len, base, i));
-		u->fix_iov[k].iov_base = u->fix_trail[t++];
-		u->fix_iov[k++].iov_len = b;
-		off += len;
-	}
-	h->msg_iov = &u->fix_iov[*niov];
-	h->msg_iovlen = k - *niov;
-	*niov = k;
-	*ntrail = t;
-	return true;
 }
 
 /* Source address (wildcard sockets only), TOS/class and TTL/hop limit. */
@@ -1025,13 +890,30 @@ static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
 		h->msg_control = NULL;
 }
 
+/*
+ * Datagram @o leaves a connected IPv4 socket with ID @base (segment i:
+ * base + i) while its ICRCs were computed for ID i: they are rewritten
+ * where they lie, or in a copy that @h then sends (wire/ipid.c).  false:
+ * the datagram waits for the next sendmmsg.
+ */
+static bool fix_ids(struct urxe_udp *u, const struct urxe_udp_out *o,
+		    uint16_t base, struct msghdr *h)
+{
+	int r = urxe_ipid_fix_in_place(&u->fix, o->iov, o->niov, o->gso_size,
+				       base);
+
+	return r > 0 || (!r && urxe_ipid_fix_copy(&u->fix, o->iov, o->niov,
+						  o->gso_size, base, &h->msg_iov,
+						  &h->msg_iovlen));
+}
+
 int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 		  unsigned int n, uint16_t *sport_used)
 {
 	struct mmsghdr msg[BATCH];
 	union sa names[BATCH];
 	union ctl ctl[BATCH];
-	unsigned int done = 0, cnt, niov, ntrail;
+	unsigned int done = 0, cnt;
 	bool retried = false, ids;
 	struct usock *s;
 	int si, rc, err;
@@ -1045,22 +927,16 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 		if (rc)
 			return done ? (int)done : rc;
 		ids = s->conn && s->fam == V4;
-		niov = ntrail = 0;
 		/* One sendmmsg per run of datagrams leaving one socket. */
 		for (cnt = 0; cnt < BATCH && done + cnt < n; cnt++) {
 			if (cnt && pick_sock(u, &out[done + cnt]) != si)
 				break;
 			tx_prepare(u, s, &out[done + cnt], &msg[cnt],
 				   &names[cnt], &ctl[cnt]);
-			if (ids) {
-				uint16_t base = (uint16_t)(s->next_id + cnt);
-				int r = fix_in_place(u, &out[done + cnt], base);
-
-				if (r < 0 || (!r && !fix_ids(u, &msg[cnt].msg_hdr,
-							   &out[done + cnt], base,
-							   &niov, &ntrail)))
-					break;
-			}
+			if (ids && !fix_ids(u, &out[done + cnt],
+					    (uint16_t)(s->next_id + cnt),
+					    &msg[cnt].msg_hdr))
+				break;
 			if (sport_used)
 				sport_used[done + cnt] = s->port;
 		}
@@ -1078,7 +954,7 @@ int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
 			rc = sys_sendmmsg(s->fd, msg, cnt);
 		}
 		err = rc < 0 ? errno : 0;
-		fix_undo(u, 0);
+		urxe_ipid_fix_undo(&u->fix);
 		if (ids) {
 			s->next_id = (uint16_t)(s->next_id + (rc > 0 ? rc : 0));
 			s->since_probe += rc > 0 ? (uint32_t)rc : 0;

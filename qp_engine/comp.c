@@ -11,9 +11,9 @@
  */
 #include <string.h>
 
-#include "engine_int.h"
-#include "psn.h"
+#include <urxe/wire.h>
 
+#include "engine_int.h"
 
 static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 {

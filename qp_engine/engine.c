@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/icrc.h>
 #include <urxe/netdev.h>
+#include <urxe/wire.h>
 
 #include "engine_int.h"
-#include "icrc.h"
-#include "psn.h"
 
 static void keys_seed(struct urxe_engine *eng, uint64_t seed);
 
@@ -1001,12 +1001,6 @@ static void run_pending(struct urxe_engine *eng)
 		streaming_update(qp);
 		eng->acct = NULL;
 	}
-}
-
-uint32_t urxe_engine_ipv4_id_delta(struct urxe_engine *eng, uint32_t len,
-				   uint16_t id)
-{
-	return urxe_icrc_id_delta(&eng->icrc_ids, len, id);
 }
 
 uint64_t urxe_now(struct urxe_engine *eng)

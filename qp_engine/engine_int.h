@@ -11,12 +11,10 @@
 #include <pthread.h>
 
 #include <urxe/engine.h>
+#include <urxe/icrc.h>
 #include <urxe/log.h>
+#include <urxe/wire.h>
 
-#include "hdr.h"
-#include "icrc.h"
-#include "opcode.h"
-#include "psn.h"
 #include "verdict.h"
 
 #define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)

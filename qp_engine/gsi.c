@@ -18,8 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <urxe/wire.h>
+
 #include "engine_int.h"
-#include "opcode.h"
 
 #define GSI_SPORT 0xc001	/* a UDP source port, as for any UD QP */
 #define GSI_OPCODE (URXE_TR_UD | URXE_OP_SEND_ONLY)

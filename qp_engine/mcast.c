@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <urxe/icrc.h>
+
 #include "engine_int.h"
-#include "icrc.h"
 
 static bool is_mcast_gid(const union ibv_gid *g)
 {

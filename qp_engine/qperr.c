@@ -12,9 +12,9 @@
 #include <stdio.h>
 
 #include <urxe/log.h>
+#include <urxe/wire.h>
 
 #include "engine_int.h"
-#include "hdr.h"
 
 static struct urxe_ratelimit err_rl, absent_rl;
 

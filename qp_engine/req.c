@@ -14,8 +14,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include <urxe/wire.h>
+
 #include "engine_int.h"
-#include "psn.h"
 
 /* How many READ answer packets may be awaited (and asked for at once). */
 static uint32_t read_window(const struct urxe_engine *eng)

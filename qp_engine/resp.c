@@ -20,8 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <urxe/wire.h>
+
 #include "engine_int.h"
-#include "psn.h"
 
 /* ---- sending ACKs, NAKs and responses ---- */
 

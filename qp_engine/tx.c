@@ -10,8 +10,9 @@
  */
 #include <string.h>
 
+#include <urxe/icrc.h>
+
 #include "engine_int.h"
-#include "icrc.h"
 
 uint8_t *urxe_tx_begin(struct urxe_engine *eng, const struct urxe_bth *bth)
 {

@@ -19,8 +19,7 @@
 
 #include <infiniband/verbs.h>
 #include <urxe/engine.h>
-
-#include "hdr.h"
+#include <urxe/wire.h>
 
 enum urxe_verdict {
 	URXE_V_OK,		/* carried out (ACK), or an ACK received */

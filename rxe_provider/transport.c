@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <urxe/icrc.h>
 #include <urxe/log.h>
 #include <urxe/provider.h>
 #include <urxe/util.h>
@@ -49,6 +50,7 @@ struct gso_batch {
 	struct seg segs[2 * URXE_DEV_TX_BATCH];
 	unsigned int seg0[2 * URXE_DEV_TX_BATCH];	/* g[i]'s first seg */
 	unsigned int nseg[2 * URXE_DEV_TX_BATCH];
+	struct urxe_ipid_deltas ids;	/* for the GSO segments' ICRCs */
 };
 
 /* The udp backend's buffers (the progress lock's, like the engine's). */
@@ -65,12 +67,6 @@ uint64_t urxe_dev_now(void *priv)
 	(void)priv;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* urxe_udp's ICRC rewrites, from inside dev_xmit(): the progress lock held. */
-static uint32_t dev_id_delta(void *eng, uint32_t len, uint16_t id)
-{
-	return urxe_engine_ipv4_id_delta(eng, len, id);
 }
 
 static uint16_t dev_sport(void *priv, uint16_t sport)
@@ -168,28 +164,6 @@ static bool same_flow(const struct urxe_udp_out *a,
 	       urxe_gid_eq(a->dst, b->dst) && urxe_gid_eq(a->src, b->src);
 }
 
-/*
- * Segment i of a GSO send leaves with IPv4 ID i, which its ICRC covers:
- * adjusts the ICRCs of segments 1.. of @o (a second call restores them).
- * A packet's ICRC ends its last piece, which is the engine's (writable).
- */
-static void gso_fix_icrcs(struct urxe_engine *eng,
-			  const struct urxe_udp_out *o, const struct seg *segs,
-			  unsigned int nseg)
-{
-	unsigned int i;
-
-	if (!urxe_gid_is_v4(o->dst))
-		return;				/* IPv6: no ID */
-	for (i = 1; i < nseg; i++) {
-		const struct iovec *last = &o->iov[segs[i].iov0 + segs[i].niov - 1];
-		uint8_t *icrc = (uint8_t *)last->iov_base + last->iov_len - 4;
-
-		urxe_xor_le32(icrc, urxe_engine_ipv4_id_delta(eng, segs[i].len,
-							      (uint16_t)i));
-	}
-}
-
 URXE_DEV_GROUP_FLOWS(group_flows, struct urxe_udp_out)
 
 /*
@@ -197,8 +171,7 @@ URXE_DEV_GROUP_FLOWS(group_flows, struct urxe_udp_out)
  * shorter) — the middle packets of messages — into GSO sends.  @out
  * (k packets) becomes b->g; returns its length.
  */
-static unsigned int gso_merge(struct urxe_engine *eng,
-			      struct urxe_udp_out *out, unsigned int k,
+static unsigned int gso_merge(struct urxe_udp_out *out, unsigned int k,
 			      struct gso_batch *b)
 {
 	unsigned int j = 0, ng = 0, m, i, nio = 0, ns = 0;
@@ -241,7 +214,9 @@ static unsigned int gso_merge(struct urxe_engine *eng,
 			b->g[ng].iov = &b->iov[start];
 			b->g[ng].niov = nio - start;
 			b->g[ng].gso_size = (uint16_t)seg;
-			gso_fix_icrcs(eng, &b->g[ng], &b->segs[ns], m);
+			/* Segment i leaves with IPv4 ID i: its ICRC too. */
+			urxe_ipid_gso(&b->ids, b->g[ng].dst, b->g[ng].iov,
+				      b->g[ng].niov, b->g[ng].gso_size);
 		} else {
 			b->segs[ns].iov0 = 0;
 			b->segs[ns].niov = out[j].niov;
@@ -264,7 +239,8 @@ static void gso_unfold(struct urxe_dev *dev, struct urxe_udp_out *o,
 	struct urxe_udp_out one = *o;
 	unsigned int i;
 
-	gso_fix_icrcs(dev->eng, o, segs, nseg);	/* XOR again: back to ID 0 */
+	/* XOR again: back to ID 0 */
+	urxe_ipid_gso(&dev->rx->gb.ids, o->dst, o->iov, o->niov, o->gso_size);
 	if (++dev->gso_failures >= 3 && dev->gso) {
 		dev->gso = false;
 		urxe_dbg("%s: the kernel refuses UDP GSO here; sending packet by packet",
@@ -346,7 +322,7 @@ static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 			out_from_pkt(&out[i], &pkts[i], pkts[i].iov, pkts[i].niov);
 		k = n;
 		if (dev->gso && k > 1) {
-			k = gso_merge(dev->eng, out, k, gb);
+			k = gso_merge(out, k, gb);
 			send = gb->g;
 			merged = true;
 		}
@@ -606,6 +582,8 @@ static int bind_locked(struct urxe_dev *dev)
 	dev->rx = malloc(sizeof(struct urxe_dev_rx));
 	if (!dev->rx)
 		return -ENOMEM;
+	/* The buffers need no zeroes; the ID tables start empty. */
+	memset(&dev->rx->gb.ids, 0, sizeof(dev->rx->gb.ids));
 	for (unsigned int i = 0; i < RX_BATCH; i++) {
 		dev->rx->in[i].buf = dev->rx->buf[i];
 		dev->rx->in[i].cap = RX_BUF;
@@ -627,8 +605,6 @@ static int bind_locked(struct urxe_dev *dev)
 	 * (docs/design.md, "Wire").
 	 */
 	conf.connect = !dev->cap && dev->gso;
-	conf.id_delta = dev_id_delta;
-	conf.id_ctx = dev->eng;
 	rc = urxe_udp_open(&conf, &dev->udp);
 	if (rc)
 		goto err_rx;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <urxe/icrc.h>
 #include <urxe/log.h>
 #include <urxe/provider.h>
 #include <urxe/util.h>
@@ -253,7 +254,6 @@ int urxe_dev_packet_bind(struct urxe_dev *dev)
 		.ifc = &dev->iface,
 		.slot = dev->slot.index,
 		.lo_addr = urxe_slot_loopback_addr(dev->slot.addr_index),
-		.icrc_id_delta = urxe_icrc_ipv4_id_delta,
 	};
 	const char *gso = getenv("URXE_GSO");
 	unsigned int budget;

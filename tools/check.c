@@ -40,13 +40,11 @@
 #include <string.h>
 
 #include <urxe/engine.h>
+#include <urxe/wire.h>
 
 #include "../rdmacm/mad.h"
 #include "cli.h"
 #include "frame.h"
-#include "hdr.h"
-#include "opcode.h"
-#include "psn.h"
 
 #define MAX_FLOWS 4096
 

@@ -8,11 +8,11 @@
 #include <pcap/pcap.h>
 #include <string.h>
 
+#include <urxe/icrc.h>
 #include <urxe/util.h>
+#include <urxe/wire.h>
 
 #include "frame.h"
-#include "hdr.h"
-#include "icrc.h"
 
 /* The offset of the IP header in a frame of link type @dlt; -1 if unknown. */
 static int l3_offset(int dlt, const uint8_t *p, uint32_t caplen)

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "hdr.h"
+#include <urxe/wire.h>
 
 #define TRACE_QPN_UNKNOWN 0xffffffffu
 

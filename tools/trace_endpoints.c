@@ -17,9 +17,8 @@
 #include <string.h>
 
 #include <urxe/util.h>
+#include <urxe/wire.h>
 
-#include "opcode.h"
-#include "psn.h"
 #include "trace.h"
 
 #define PAIR_LOOKBACK 1024	/* packets back to look for the request */

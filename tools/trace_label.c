@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include <urxe/util.h>
+#include <urxe/wire.h>
 
 #include "../rdmacm/mad.h"
-#include "opcode.h"
 #include "trace.h"
 
 static const char *const op_names[URXE_OP__COUNT] = {

@@ -24,9 +24,8 @@
 #include <string.h>
 
 #include <urxe/util.h>
+#include <urxe/wire.h>
 
-#include "opcode.h"
-#include "psn.h"
 #include "trace.h"
 
 #define MERGE_WINDOW 256	/* packets either side to look for a copy */

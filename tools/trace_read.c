@@ -3,7 +3,7 @@
  * Reading a capture for urxe trace: libpcap reads the frames (pcap or
  * pcapng, any byte order, nanosecond timestamps where the file has them),
  * frame.c finds the RoCEv2 packet in each, and the headers its opcode
- * has (the opcode table, qp_engine/opcode.c) are decoded into the fields
+ * has (the opcode table, wire/opcode.c) are decoded into the fields
  * a label shows; a MAD to QP1 is decoded as the CM message it carries
  * (rdmacm/mad.c).  trace_pcapng.c adds what libpcap leaves out: the
  * direction and the fault injector's comment of each packet.
@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include <urxe/util.h>
+#include <urxe/wire.h>
 
 #include "../rdmacm/mad.h"
 #include "frame.h"
-#include "opcode.h"
 #include "trace.h"
 
 static uint64_t fnv1a(const uint8_t *p, size_t n)

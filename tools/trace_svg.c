@@ -10,7 +10,8 @@
  */
 #include <string.h>
 
-#include "opcode.h"
+#include <urxe/wire.h>
+
 #include "trace.h"
 
 #define X0 150		/* the first column */

@@ -12,7 +12,8 @@
  */
 #include <string.h>
 
-#include "opcode.h"
+#include <urxe/wire.h>
+
 #include "trace.h"
 
 #define LABEL_MIN 40

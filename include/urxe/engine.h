@@ -27,21 +27,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-/* ---- wire facts the device model needs ---- */
-
-/*
- * Bytes of every RoCEv2 packet that are not IB payload, at most: IPv6 (40)
- * + UDP (8) + BTH (12) + the largest extension headers a request carries
- * with payload (RETH 16) + ICRC (4).
- */
-#define URXE_ROCE_OVERHEAD 80
-
-/* Largest IB MTU (256..4096 bytes) whose packets fit a link MTU; 0 if none. */
-unsigned int urxe_mtu_for_link(unsigned int link_mtu);
-
-/* 256 -> 1, 512 -> 2, ... 4096 -> 5 (IBA enum values); 0 for others. */
-int urxe_mtu_to_enum(unsigned int bytes);
-unsigned int urxe_mtu_from_enum(int mtu_enum);
+#include <urxe/wire.h>
 
 /* QPNs and SRQNs are slot << 14 | index: the slot is in every number. */
 #define URXE_QPN_INDEX_BITS 14
@@ -496,31 +482,6 @@ struct urxe_engine_ops {
 	bool (*peer_absent)(void *priv, const union ibv_gid *dgid);
 };
 
-/* Where an incoming frame came from, as the netdev saw it. */
-struct urxe_rx_meta {
-	union ibv_gid sgid;		/* source IP as a GID */
-	union ibv_gid dgid;		/* destination IP as a GID */
-	uint16_t sport;
-	uint16_t dport;
-	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
-	uint8_t ttl;
-	uint64_t now_ns;		/* when it arrived (ops->now scale) */
-	bool ip_hdr_known;		/* @ip points at the real IP header */
-	const uint8_t *ip;
-	uint32_t ip_len;
-	/*
-	 * IPv4 from a socket: the ID the packet most likely carried (segment
-	 * i of a GRO datagram: i, as a GSO sender's kernel numbers them);
-	 * tried first, before the ID is solved for.
-	 */
-	uint16_t ip_id_hint;
-	/*
-	 * IPv4 from a socket: the datagram carried a UDP checksum, which the
-	 * kernel verified (false: checksum 0, or not known).
-	 */
-	bool udp_csum;
-};
-
 struct urxe_stats_rec;
 
 struct urxe_engine_conf {
@@ -713,23 +674,6 @@ void urxe_engine_set_read_window(struct urxe_engine *eng, uint32_t pkts);
 
 /* Reads the engine's counters. */
 void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out);
-
-/*
- * What to XOR into the ICRC of an IPv4 RoCE packet of @len bytes (BTH ..
- * ICRC) computed for IP ID 0 to make it right for IP ID @id.
- */
-uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id);
-/* The same from @eng's tables: the progress lock held (a transmit path). */
-uint32_t urxe_engine_ipv4_id_delta(struct urxe_engine *eng, uint32_t len,
-				   uint16_t id);
-
-/*
- * The IPv4 ID a received frame (BTH .. ICRC, header rebuilt from @meta)
- * was sent with, solved from its ICRC (0 if it matches as is); false if
- * no ID makes the ICRC match.  No state changes: for captures.
- */
-bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
-			  const struct urxe_rx_meta *meta, uint16_t *ip_id);
 
 /*
  * For rx_poll: the engine's time, as its progress round saw it (a

@@ -297,7 +297,7 @@ int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out);
  * destination it sends to (the kernel then skips a route lookup per send,
  * ~0.35 us on lo): its IPv4 IDs come from a per-socket counter, learnt
  * when it connects and followed, and each ICRC is rewritten for its ID
- * (urxe_udp_conf.id_delta) as it leaves.  Nothing locks inside: the
+ * (wire/ipid.c) as it leaves.  Nothing locks inside: the
  * caller serializes the calls on one instance.
  */
 #define URXE_UDP_PORT 4791
@@ -343,15 +343,8 @@ struct urxe_udp_conf {
 	 * one datagram per packet, IPv4 checksum 0 (SO_NO_CHECK).
 	 */
 	bool gso;
-	/*
-	 * Connect transmit sockets (see above).  Needs @id_delta for IPv4:
-	 * what to XOR into the ICRC of a RoCE packet of @len bytes (BTH ..
-	 * ICRC) when its IPv4 ID changes by XOR @id; called with @id_ctx
-	 * from inside urxe_udp_send().
-	 */
+	/* Connect transmit sockets (see above). */
 	bool connect;
-	uint32_t (*id_delta)(void *ctx, uint32_t len, uint16_t id);
-	void *id_ctx;
 };
 
 /*
@@ -555,12 +548,8 @@ struct urxe_packet_conf {
 	 * virtio_net_hdr (PACKET_VNET_HDR, 6.2+, probed): runs of packets of
 	 * one flow leave as one super-frame, super-frames arriving whole are
 	 * split.  Else (or without the kernel's support) one frame a packet.
-	 * @icrc_id_delta (required with it): what turns the ICRC of an IPv4
-	 * packet of @len bytes sent with ID 0 into the one for ID @id (the
-	 * engine's urxe_icrc_ipv4_id_delta(): netdev computes no ICRC).
 	 */
 	bool gso;
-	uint32_t (*icrc_id_delta)(uint32_t len, uint16_t id);
 };
 
 /*
@@ -684,14 +673,13 @@ unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
  * Builds @o[0..m-1] into @f (@cap bytes) as a virtio_net_hdr and one
  * frame: for m > 1 a super-frame (UDP GSO, segment size o[0]'s length,
  * partial UDP checksum for the kernel to finish per segment, segment i's
- * ICRC corrected for IPv4 ID i by @icrc_id_delta), else the plain frame of
+ * ICRC corrected for IPv4 ID i, wire/ipid.c), else the plain frame of
  * urxe_packet_build() behind an empty header.  Returns the bytes written
  * (header included) or -EMSGSIZE.
  */
 int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
 			  const struct urxe_packet_out *o, unsigned int m,
-			  uint8_t *f, size_t cap, unsigned int mtu,
-			  uint32_t (*icrc_id_delta)(uint32_t len, uint16_t id));
+			  uint8_t *f, size_t cap, unsigned int mtu);
 /*
  * A received frame @f (@len bytes) behind its virtio_net_hdr @vnet: fills
  * @in[j] with segment @first + j (j < @n) — a frame without GSO is one

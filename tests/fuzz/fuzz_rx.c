@@ -77,11 +77,10 @@
  */
 #include <string.h>
 
+#include <urxe/icrc.h>
+#include <urxe/wire.h>
+
 #include "fuzz_world.h"
-#include "hdr.h"
-#include "icrc.h"
-#include "opcode.h"
-#include "psn.h"
 
 #define MAX_FRAME 8192
 #define MAX_RECORDS 1024

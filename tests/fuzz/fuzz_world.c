@@ -22,9 +22,10 @@
 #include <endian.h>
 #include <string.h>
 
+#include <urxe/wire.h>
+
 #include "engine_int.h"
 #include "fuzz_world.h"
-#include "psn.h"
 
 struct fz_world fz;
 struct fz_stats fz_stats;

@@ -81,7 +81,7 @@ turns "lo, udp: long-lived server, clients in turn" as_user -- as_user
 # The server restarted under a long-lived client: this case failed in
 # about half of the full suite runs at one time (retry exceeded at some
 # round); not seen since the ID rules changed for a new flow's first frame
-# and for IDs that step back (qp_engine/icrc.c), though the cause was never
+# and for IDs that step back (wire/ipid.c), though the cause was never
 # pinned down: it runs, so CI shows any return.  URXE_TURNS_SERVERS=0
 # leaves it out.
 if [ "${URXE_TURNS_SERVERS:-1}" = 1 ]; then

@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "icrc.h"
+#include <urxe/icrc.h>
 
 #define PAGE 4096u
 #define WLEN 64u

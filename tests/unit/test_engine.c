@@ -18,12 +18,12 @@
 #include <string.h>
 
 #include <urxe/engine.h>
+#include <urxe/wire.h>
 
 #include "engine_wire.h"
 #include "testutil.h"
 
 #include "engine_int.h"
-#include "hdr.h"
 
 #define NENG 2
 

@@ -47,11 +47,10 @@
 
 #include <infiniband/verbs.h>
 #include <urxe/engine.h>
+#include <urxe/icrc.h>
 #include <urxe/provider.h>
+#include <urxe/wire.h>
 
-#include "hdr.h"
-#include "icrc.h"
-#include "opcode.h"
 #include "testutil.h"
 
 #define BUFSZ (64 * 1024)

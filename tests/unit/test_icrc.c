@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * How often a corrupted RoCE packet still passes the receive checks of a
- * UDP socket receiver (qp_engine/icrc.c), which cannot see the IPv4 ID the
+ * UDP socket receiver (wire/ipid.c), which cannot see the IPv4 ID the
  * ICRC covers: Monte Carlo over real packets with 1, 2 or 8 random bits
  * flipped anywhere from the BTH to the ICRC.  Where the datagram carries
  * a UDP checksum the kernel verifies it first (simulated: the ones'
@@ -19,8 +19,7 @@
 #include <string.h>
 
 #include <urxe/engine.h>
-
-#include "icrc.h"
+#include <urxe/icrc.h>
 
 #define PKT_LEN 96			/* BTH, 80 payload bytes, ICRC */
 

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <urxe/icrc.h>
 #include <urxe/netdev.h>
 
 static const uint8_t mac_a[6] = { 2, 0, 0, 0, 0, 1 };
@@ -225,11 +226,6 @@ START_TEST(filter_demux)
 }
 END_TEST
 
-/* A stand-in for the engine's ICRC delta: known bits per (length, ID). */
-static uint32_t fake_delta(uint32_t len, uint16_t id)
-{
-	return id ? (len << 16 | id) ^ 0x5a000000u : 0;
-}
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -281,8 +277,7 @@ START_TEST(gso_build)
 	r[2][6] ^= 1;				/* another destination QP */
 	ck_assert_uint_eq(urxe_packet_gso_run(o, 4, 4096), 2);
 	r[2][6] ^= 1;
-	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500,
-				    fake_delta);
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500);
 	ck_assert_int_eq(len, URXE_PACKET_VNET_LEN + 14 + 20 + 8 + 360);
 	memcpy(&v, f, sizeof(v));
 	ck_assert_int_eq(v.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
@@ -309,25 +304,24 @@ START_TEST(gso_build)
 
 		ck_assert_mem_eq(pk, r[i], n - 4);
 		ck_assert_uint_eq(le32(pk + n - 4),
-				  le32(r[i] + n - 4) ^ fake_delta(n, (uint16_t)i));
+				  le32(r[i] + n - 4) ^
+				  urxe_icrc_ipv4_id_delta(n, (uint16_t)i));
 	}
 	/* One packet: an empty header, the plain frame. */
-	len = urxe_packet_build_gso(mac_b, mac_a, o, 1, f, sizeof(f), 1500,
-				    fake_delta);
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 1, f, sizeof(f), 1500);
 	ck_assert_int_eq(len, URXE_PACKET_VNET_LEN + 14 + 20 + 8 + 100);
 	memcpy(&v, f, sizeof(v));
 	ck_assert_int_eq(v.gso_type, 0);
 	ck_assert_int_eq(v.flags, 0);
 	ck_assert_int_eq(udp[6] << 8 | udp[7], 0);
 	/* Too small a buffer. */
-	ck_assert_int_eq(urxe_packet_build_gso(mac_b, mac_a, o, 4, f, 300, 1500,
-					       fake_delta), -EMSGSIZE);
+	ck_assert_int_eq(urxe_packet_build_gso(mac_b, mac_a, o, 4, f, 300, 1500),
+			 -EMSGSIZE);
 	/* IPv6: no ID, ICRCs as they were; the payload length is the run's. */
 	inet_pton(AF_INET6, "2001:db8::1", src);
 	inet_pton(AF_INET6, "2001:db8::2", dst);
 	gso_pkts(r, iov, o, src, dst);
-	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500,
-				    fake_delta);
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500);
 	ck_assert_int_eq(len, URXE_PACKET_VNET_LEN + 14 + 40 + 8 + 360);
 	memcpy(&v, f, sizeof(v));
 	ck_assert_int_eq(v.csum_start, 14 + 40);
@@ -349,8 +343,7 @@ START_TEST(gso_split)
 	gid4(src, "198.18.0.1");
 	gid4(dst, "198.18.0.2");
 	gso_pkts(r, iov, o, src, dst);
-	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500,
-				    fake_delta);
+	len = urxe_packet_build_gso(mac_b, mac_a, o, 4, f, sizeof(f), 1500);
 	ck_assert_int_gt(len, 0);
 	/* As it arrives: ID base 7 (the kernel counts from the header's). */
 	f[URXE_PACKET_VNET_LEN + 14 + 5] = 7;
@@ -495,7 +488,7 @@ START_TEST(gso_rings_on_lo)
 {
 	struct urxe_iface ifc;
 	struct urxe_packet_conf c = {
-		.ifc = &ifc, .slot = 5, .gso = true, .icrc_id_delta = fake_delta,
+		.ifc = &ifc, .slot = 5, .gso = true,
 	};
 	struct urxe_packet *p;
 	struct urxe_packet_in in[8];

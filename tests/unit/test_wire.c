@@ -11,11 +11,8 @@
 #include <string.h>
 
 #include <urxe/engine.h>
-
-#include "hdr.h"
-#include "icrc.h"
-#include "opcode.h"
-#include "psn.h"
+#include <urxe/icrc.h>
+#include <urxe/wire.h>
 
 #ifndef URXE_VECTORS
 #define URXE_VECTORS "tests/vectors"

@@ -21,13 +21,11 @@
 #include <unistd.h>
 
 #include <urxe/engine.h>
+#include <urxe/icrc.h>
+#include <urxe/wire.h>
 
 #include "engine_wire.h"
 #include "testutil.h"
-
-#include "hdr.h"
-#include "icrc.h"
-#include "opcode.h"
 
 #define MTU 1024
 #define BUFSZ (1u << 20)

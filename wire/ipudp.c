@@ -7,9 +7,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <urxe/ipudp.h>
 #include <urxe/util.h>
-
-#include "ipudp.h"
 
 uint32_t urxe_csum_add(uint32_t s, const uint8_t *p, size_t n)
 {

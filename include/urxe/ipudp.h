@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * IP and UDP headers as netdev writes them (ipudp.c): the packet
+ * IP and UDP headers as urxe writes them (wire/ipudp.c): netdev's packet
  * backend's frames (packet.c, packet_gso.c) and the frames URXE_PCAP
  * rebuilds (capture.c), and the Internet checksums they carry.
  */
-#ifndef URXE_NETDEV_IPUDP_H
-#define URXE_NETDEV_IPUDP_H
+#ifndef URXE_IPUDP_H
+#define URXE_IPUDP_H
 
 #include <stdbool.h>
 #include <stddef.h>

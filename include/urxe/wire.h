@@ -1,15 +1,25 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * InfiniBand transport headers as RoCEv2 carries them (IBA vol. 1 ch. 9,
- * Annex A17).  Every field is big-endian on the wire and read with shifts
- * and masks; no structure is overlaid on a packet.
+ * The wire format (wire/, the lowest layer): InfiniBand transport headers
+ * as RoCEv2 carries them (IBA vol. 1 ch. 9, Annex A17), 24-bit PSN
+ * arithmetic, path MTU facts, and what a received frame's IP and UDP
+ * headers said; with the opcode table (<urxe/opcode.h>, included).  The
+ * ICRC and the IPv4 ID it covers are in <urxe/icrc.h>, the IP and UDP
+ * headers urxe writes in <urxe/ipudp.h>.
+ * Every layer above links it; it depends on none of ours.
+ *
+ * Every field is big-endian on the wire and read with shifts and masks;
+ * no structure is overlaid on a packet.
  */
-#ifndef URXE_HDR_H
-#define URXE_HDR_H
+#ifndef URXE_WIRE_H
+#define URXE_WIRE_H
 
+#include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
+#include <urxe/opcode.h>
 #include <urxe/util.h>
 
 /* Header lengths, IBA 9.2 - 9.3. */
@@ -157,5 +167,71 @@ static inline uint32_t urxe_xrceth_get(const uint8_t *p)
 {
 	return urxe_get24(p + 1);
 }
+
+/* ---- PSNs ---- */
+
+/*
+ * 24-bit PSN arithmetic (IBA 9.7.1): PSNs wrap; a PSN is "before" another
+ * when it lies in the half of the space behind it.
+ */
+
+static inline uint32_t urxe_psn_add(uint32_t psn, uint32_t n)
+{
+	return (psn + n) & URXE_PSN_MASK;
+}
+
+/* a - b as a signed distance in (-2^23, 2^23]. */
+static inline int32_t urxe_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline bool urxe_psn_before(uint32_t a, uint32_t b)
+{
+	return urxe_psn_diff(a, b) < 0;
+}
+
+/* ---- path MTU (mtu.c) ---- */
+
+/*
+ * Bytes of every RoCEv2 packet that are not IB payload, at most: IPv6 (40)
+ * + UDP (8) + BTH (12) + the largest extension headers a request carries
+ * with payload (RETH 16) + ICRC (4).
+ */
+#define URXE_ROCE_OVERHEAD 80
+
+/* Largest IB MTU (256..4096 bytes) whose packets fit a link MTU; 0 if none. */
+unsigned int urxe_mtu_for_link(unsigned int link_mtu);
+
+/* 256 -> 1, 512 -> 2, ... 4096 -> 5 (IBA enum values); 0 for others. */
+int urxe_mtu_to_enum(unsigned int bytes);
+unsigned int urxe_mtu_from_enum(int mtu_enum);
+
+/* ---- receiving ---- */
+
+/* Where an incoming frame came from, as the netdev saw it. */
+struct urxe_rx_meta {
+	union ibv_gid sgid;		/* source IP as a GID */
+	union ibv_gid dgid;		/* destination IP as a GID */
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
+	uint8_t ttl;
+	uint64_t now_ns;		/* when it arrived (ops->now scale) */
+	bool ip_hdr_known;		/* @ip points at the real IP header */
+	const uint8_t *ip;
+	uint32_t ip_len;
+	/*
+	 * IPv4 from a socket: the ID the packet most likely carried (segment
+	 * i of a GRO datagram: i, as a GSO sender's kernel numbers them);
+	 * tried first, before the ID is solved for.
+	 */
+	uint16_t ip_id_hint;
+	/*
+	 * IPv4 from a socket: the datagram carried a UDP checksum, which the
+	 * kernel verified (false: checksum 0, or not known).
+	 */
+	bool udp_csum;
+};
 
 #endif

@@ -7,8 +7,7 @@
  */
 #include <pthread.h>
 
-#include "hdr.h"
-#include "opcode.h"
+#include <urxe/wire.h>
 
 const uint8_t urxe_hdr_len[URXE_HDR__COUNT] = {
 	[URXE_HDR_XRCETH] = URXE_XRCETH_LEN,

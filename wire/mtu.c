@@ -2,7 +2,7 @@
 /*
  * Path MTU facts: the IB MTU a link can carry in RoCEv2 packets.
  */
-#include <urxe/engine.h>
+#include <urxe/wire.h>
 
 unsigned int urxe_mtu_for_link(unsigned int link_mtu)
 {

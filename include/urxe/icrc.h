@@ -14,6 +14,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
+
+#include <urxe/wire.h>
 
 struct urxe_icrc {
 	uint32_t crc;
@@ -80,6 +83,79 @@ uint32_t urxe_icrc_tx(struct urxe_icrc_ids *ids, const uint8_t *src,
 		      const uint8_t *dst, uint16_t sport, const uint8_t *roce,
 		      uint32_t roce_len_without_icrc);
 
+/* ---- the IPv4 ID the ICRC covers (ipid.c, whose comment explains) ---- */
+
+/* How an IPv4 ID changes the ICRC of packets of one length, by ID byte. */
+#define URXE_ICRC_COLS_CACHED 8
+struct urxe_icrc_id_cols {
+	uint32_t len;			/* CRC stream length; 0: free */
+	uint32_t lo[256], hi[256];
+};
+/* The tables of the last few lengths (the caller's, serialized by it). */
+struct urxe_ipid_deltas {
+	struct urxe_icrc_id_cols cols[URXE_ICRC_COLS_CACHED];
+	unsigned int cols_next, cols_last;
+};
+/*
+ * What to XOR into the ICRC of an IPv4 RoCE packet of @len bytes (BTH ..
+ * ICRC) computed for IP ID 0 to make it right for IP ID @id (and, the
+ * same, from ID a to ID b with @id = a ^ b), from @d's tables (NULL: the
+ * thread's).
+ */
+uint32_t urxe_ipid_delta(struct urxe_ipid_deltas *d, uint32_t len,
+			 uint16_t id);
+/* urxe_ipid_delta() from the thread's tables. */
+uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id);
+
+/*
+ * A GSO send's segment i leaves with IPv4 ID i: XORs into the ICRC of each
+ * segment of the datagram at @iov (@niov pieces, cut every @gso_size
+ * bytes) the change from ID 0 to ID i.  A second call puts them back.
+ * Nothing for IPv6 (@dst, a GID, not IPv4-mapped): it has no ID.
+ */
+void urxe_ipid_gso(struct urxe_ipid_deltas *d, const uint8_t *dst,
+		   const struct iovec *iov, unsigned int niov,
+		   uint16_t gso_size);
+
+/*
+ * A connected socket's datagrams, their ICRCs rewritten for the IDs the
+ * kernel gives them: in place (the changes noted, to undo after the
+ * send), or in a copy of the iovec whose trailers are copied.
+ */
+#define URXE_IPID_FIX_IOV 1024		/* rewritten iovecs per send batch */
+#define URXE_IPID_FIX_TRAIL 256		/* rewritten ICRCs per send batch */
+struct urxe_ipid_fix {
+	struct urxe_ipid_deltas d;
+	struct iovec iov[URXE_IPID_FIX_IOV];
+	uint8_t trail[URXE_IPID_FIX_TRAIL][4];
+	struct { uint8_t *at; uint32_t d; } patch[URXE_IPID_FIX_TRAIL];
+	unsigned int npatch;
+	unsigned int niov, ntrail;	/* of iov and trail, used */
+};
+/*
+ * The datagram at @iov (@niov pieces, segments of @gso_size bytes; 0: one)
+ * leaves with ID @base, its segment i with @base + i, while its ICRCs were
+ * computed for ID i: rewrites them where they lie and notes it for
+ * urxe_ipid_fix_undo().  Returns 1; 0, changing nothing, when a packet's
+ * last four bytes are split across pieces (use urxe_ipid_fix_copy()); -1
+ * when one was already rewritten since the last undo (the same packet
+ * twice in one batch): it must wait for the next.
+ */
+int urxe_ipid_fix_in_place(struct urxe_ipid_fix *f, const struct iovec *iov,
+			   unsigned int niov, uint16_t gso_size, uint16_t base);
+/*
+ * The same into a copy: sets *@out and *@nout to an iovec in @f whose
+ * pieces are those of @iov but for each packet's last four bytes, which
+ * come from @f with the ICRC for the real ID.  The packets stay as they
+ * were.  false, changing nothing, when the copy does not fit in what is
+ * left of @f since the last undo.
+ */
+bool urxe_ipid_fix_copy(struct urxe_ipid_fix *f, const struct iovec *iov,
+			unsigned int niov, uint16_t gso_size, uint16_t base,
+			struct iovec **out, size_t *nout);
+/* Once the batch has left: the packets as they were, @f empty again. */
+void urxe_ipid_fix_undo(struct urxe_ipid_fix *f);
+
 /* What a receiver remembers of the IPv4 IDs it solved, per source. */
 #define URXE_ICRC_ID_SEEN_BITS 6
 
@@ -88,7 +164,7 @@ struct urxe_icrc_id_seen {
 	uint16_t sport;			/* flow entries only */
 	uint16_t last_id;
 	uint16_t base;			/* flow: its last datagram's ID */
-	uint16_t cand;			/* flow: an ID refused, see icrc.c */
+	uint16_t cand;			/* flow: an ID refused, see ipid.c */
 	bool used;
 	bool has_base;
 	bool has_cand;
@@ -108,28 +184,18 @@ struct urxe_icrc_pfx {
 	uint32_t len;			/* RoCE bytes, ICRC included; 0: free */
 	uint32_t crc;
 };
-/* How an IPv4 ID changes the ICRC of packets of one length, by ID byte. */
-#define URXE_ICRC_COLS_CACHED 8
-struct urxe_icrc_id_cols {
-	uint32_t len;			/* CRC stream length; 0: free */
-	uint32_t lo[256], hi[256];
-};
 /* What an engine's ICRC code keeps: solved IDs, header CRCs, ID deltas. */
 struct urxe_icrc_ids {
 	struct urxe_icrc_id_seen src[1u << URXE_ICRC_ID_SEEN_BITS];
 	struct urxe_icrc_id_seen flow[1u << URXE_ICRC_ID_SEEN_BITS];
 	struct urxe_icrc_pfx pfx[1u << URXE_ICRC_PFX_BITS];
-	struct urxe_icrc_id_cols cols[URXE_ICRC_COLS_CACHED];
-	unsigned int cols_next, cols_last;
+	struct urxe_ipid_deltas d;
 };
 
-/* urxe_icrc_ipv4_id_delta() from @t's tables (NULL: the thread's). */
-uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id);
-struct urxe_rx_meta;
 /*
  * Checks the ICRC of a received packet (@roce = BTH .. ICRC).  With the IP
  * header at hand (packet backend) the check is exact; from a UDP socket the
- * IPv4 ID is unknown and is solved for, or predicted (see icrc.c), with
+ * IPv4 ID is unknown and is solved for, or predicted (see ipid.c), with
  * @ids (the caller's, serialized by it; NULL: the thread's own).
  */
 bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
@@ -142,5 +208,13 @@ bool urxe_icrc_check_rx(const uint8_t *roce, uint32_t len,
  */
 bool urxe_icrc_check_rx_exact(const uint8_t *roce, uint32_t len,
 			      const struct urxe_rx_meta *meta);
+
+/*
+ * The IPv4 ID a received frame (BTH .. ICRC, header rebuilt from @meta)
+ * was sent with, solved from its ICRC (0 if it matches as is); false if
+ * no ID makes the ICRC match.  No state changes: for captures.
+ */
+bool urxe_icrc_rx_ipv4_id(const uint8_t *roce, uint32_t len,
+			  const struct urxe_rx_meta *meta, uint16_t *ip_id);
 
 #endif

@@ -1,228 +1,82 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * ICRC computation with ISA-L's crc32_gzip_refl (the zlib CRC-32, folded
- * with carry-less multiplication: ~59 GB/s on 4 KiB here).
+ * The IPv4 ID and the ICRC, in one place.
+ *
+ * The ICRC (IBA Annex A17.3.3, icrc.c) covers the IPv4 header with its
+ * variant fields as ones, but not the ID or the flags: the ID and DF bit
+ * a datagram leaves with are in its ICRC.  A UDP socket lets the sender
+ * choose neither and the receiver see neither.  The CRC is affine in
+ * them: with m0 the packet as if ID = 0 and DF = 0, crc(m0 ^ d) =
+ * crc(m0) ^ L(d), L linear in the 17 bits (16 of the ID, then DF) and
+ * fixed by the packet's length.  So an ICRC computed for one ID is made
+ * right for another by XORing L of their difference: urxe_ipid_delta(),
+ * from two 256-entry tables per length (the ID's low byte's share and its
+ * high byte's), kept for the last few lengths.
+ *
+ * Sending.  The engine computes every ICRC for ID 0 and DF set, what
+ * Linux writes from an unconnected socket with IP_PMTUDISC_DO (tx.c).
+ * Three things send other IDs, and each rewrites the ICRCs it changes:
+ *  - A GSO send (the provider's flow merge, rxe_provider/transport.c):
+ *    the kernel gives segment i ID i.  urxe_ipid_gso() XORs each
+ *    segment's ICRC from ID 0 to ID i, and a second call back (a send the
+ *    kernel refused goes packet by packet).  The packet backend's GSO
+ *    frames number their segments the same way (netdev/packet_gso.c).
+ *  - A connected transmit socket (netdev/udp.c, which spares a route
+ *    lookup per send) numbers its datagrams from a counter of its own:
+ *    datagram j leaves with base + j, segment i of it with base + j + i.
+ *    netdev learns the counter with a probe and rewrites the ICRCs for
+ *    those IDs as the datagram leaves: urxe_ipid_fix_in_place() where each
+ *    packet's last four bytes lie in one piece, else urxe_ipid_fix_copy()
+ *    (the trailers copied, the packets untouched); urxe_ipid_fix_undo()
+ *    puts the packets back once sent.
+ *  - The packet backend writes its own IP headers: ID 0, or i for GSO
+ *    segment i, as above.
+ *
+ * Receiving from a socket, the ID is unknown: solve L(d) = icrc ^ crc(m0)
+ * over GF(2).  The 17 columns of L are independent (a CRC-32 tells apart
+ * any change within 32 consecutive bits), so the solution, if any, is
+ * unique.  It is then accepted only if plausible: DF set, and the ID 0
+ * (urxe peers; Linux sends ID 0 with IP_PMTUDISC_DO), a GSO segment's
+ * small index, or one that follows what the flow or its source sent last.
+ * That keeps the check close to a full 32-bit one while accepting what
+ * kernel rxe sends.  What follows:
+ *
+ * Linux draws IPv4 IDs from per-destination counters that also jump by a
+ * random amount up to the jiffies elapsed since their last use: the
+ * window grows by one per millisecond of silence from that source.  A
+ * urxe peer's GSO send from an unconnected socket numbers its segments 0,
+ * 1, 2, ... (ID_GSO_SEGS at most); split anywhere before us (software
+ * segmentation on a device without checksum offload, a receiver without
+ * GRO), they come one by one with those small IDs.  A connected socket
+ * numbers from its own counter, one per datagram and segment i of one at
+ * its number + i: per source port, IDs then step back by up to
+ * ID_GSO_SEGS.  Its counter starts at random whenever a socket connects:
+ * a restarted peer, or a new one on the same address and port, jumps
+ * anywhere.  Only datagrams with a UDP checksum (verified by the kernel)
+ * come from such sockets; a jump there is taken after ID_RESTART_NS of
+ * silence from the flow, which any restart takes (netdev/udp.c connects a
+ * socket only after CONN_QUIET_NS without a counted ID from its port).
+ * Without a checksum, IDs step back too: a kernel peer's tasks for one QP
+ * (requester, responder) run on different CPUs and take IDs from one
+ * counter, so two datagrams of a flow can leave in the other order (seen
+ * from kernel rxe in a 2-CPU VM: one in about 10^4 was one ID behind the
+ * one before it); a duplicated datagram repeats its ID.  Both kinds of
+ * flow therefore take an ID up to ID_BACK behind the last one.  Otherwise
+ * an ID that fits nothing is refused and noted as the flow's candidate: a
+ * next one that follows it is taken (and the flow follows it from then
+ * on), so no sender stays shut out.  A connected sender's next ID is
+ * known (its last datagram's + 1): tried first, it makes the check exact
+ * again.
  */
 #include <isa-l/crc.h>
 #include <string.h>
 
-#include <urxe/engine.h>
+#include <urxe/icrc.h>
 #include <urxe/util.h>
+#include <urxe/wire.h>
 
-#include "hdr.h"
-#include "icrc.h"
+#include "icrc_int.h"
 
-#define IPV6_HDR_LEN 40
-#define IPV4_MIN_HDR_LEN 20
-#define UDP_HDR_LEN 8
-
-/* RoCE bytes after the BTH that urxe_icrc_begin_n() takes in its pass. */
-#define BEGIN_MORE 128
-
-void urxe_icrc_begin(struct urxe_icrc *c, const uint8_t *ip, size_t ip_len,
-		     const uint8_t *udp, const uint8_t *bth)
-{
-	urxe_icrc_begin_n(c, ip, ip_len, udp, bth, URXE_BTH_LEN);
-}
-
-size_t urxe_icrc_begin_n(struct urxe_icrc *c, const uint8_t *ip,
-			 size_t ip_len, const uint8_t *udp,
-			 const uint8_t *roce, size_t len)
-{
-	uint8_t buf[60 + UDP_HDR_LEN + URXE_BTH_LEN + BEGIN_MORE];
-	size_t more = len > URXE_BTH_LEN ? len - URXE_BTH_LEN : 0;
-	uint8_t *u, *b;
-
-	if (more > BEGIN_MORE)
-		more = 0;		/* not small: the caller goes on */
-	if (ip_len > 60)
-		ip_len = 60;
-	memcpy(buf, ip, ip_len);
-	if ((ip[0] >> 4) == 6) {
-		buf[0] |= 0x0f;			/* traffic class, high nibble */
-		buf[1] = buf[2] = buf[3] = 0xff;	/* class low, flow label */
-		buf[7] = 0xff;			/* hop limit */
-	} else {
-		buf[1] = 0xff;			/* TOS */
-		buf[8] = 0xff;			/* TTL */
-		buf[10] = buf[11] = 0xff;	/* header checksum */
-	}
-	u = buf + ip_len;
-	memcpy(u, udp, UDP_HDR_LEN);
-	u[6] = u[7] = 0xff;			/* UDP checksum */
-	b = u + UDP_HDR_LEN;
-	memcpy(b, roce, URXE_BTH_LEN + more);
-	b[4] = 0xff;				/* FECN, BECN, reserved */
-	/* The LRH's ones first: a constant. */
-	c->crc = crc32_gzip_refl(URXE_ICRC_LRH_ONES, buf,
-				 ip_len + UDP_HDR_LEN + URXE_BTH_LEN + more);
-	return URXE_BTH_LEN + more;
-}
-
-void urxe_icrc_update(struct urxe_icrc *c, const void *p, size_t len)
-{
-	c->crc = crc32_gzip_refl(c->crc, p, len);
-}
-
-uint32_t urxe_icrc_end(const struct urxe_icrc *c)
-{
-	/* crc32_gzip_refl already returns the final (inverted) value. */
-	return c->crc;
-}
-
-uint32_t urxe_icrc_frame(const uint8_t *ip, size_t len, bool *ok)
-{
-	size_t ip_len, hdrs;
-	struct urxe_icrc c;
-
-	*ok = false;
-	if (len < 1)
-		return 0;
-	if ((ip[0] >> 4) == 6)
-		ip_len = IPV6_HDR_LEN;
-	else if ((ip[0] >> 4) == 4)
-		ip_len = (size_t)(ip[0] & 0xf) * 4;
-	else
-		return 0;
-	if (ip_len < IPV4_MIN_HDR_LEN || ip_len > 60)
-		return 0;
-	hdrs = ip_len + UDP_HDR_LEN + URXE_BTH_LEN;
-	if (len < hdrs + URXE_ICRC_LEN)
-		return 0;
-	urxe_icrc_begin(&c, ip, ip_len, ip + ip_len, ip + ip_len + UDP_HDR_LEN);
-	urxe_icrc_update(&c, ip + hdrs, len - hdrs - URXE_ICRC_LEN);
-	*ok = true;
-	return urxe_icrc_end(&c);
-}
-
-size_t urxe_icrc_pseudo_hdr(uint8_t *buf, const uint8_t *src,
-			    const uint8_t *dst, uint16_t sport, uint16_t dport,
-			    uint32_t roce_len, uint16_t ip_id, bool df)
-{
-	uint32_t udp_len = UDP_HDR_LEN + roce_len;
-	size_t ip_len;
-
-	if (urxe_gid_is_v4(src) && urxe_gid_is_v4(dst)) {
-		ip_len = IPV4_MIN_HDR_LEN;
-		memset(buf, 0, ip_len);
-		buf[0] = 0x45;
-		urxe_put16(buf + 2, (uint16_t)(ip_len + udp_len));
-		urxe_put16(buf + 4, ip_id);
-		buf[6] = df ? 0x40 : 0;
-		buf[9] = 17;			/* UDP */
-		memcpy(buf + 12, src + 12, 4);
-		memcpy(buf + 16, dst + 12, 4);
-	} else {
-		ip_len = IPV6_HDR_LEN;
-		memset(buf, 0, ip_len);
-		buf[0] = 0x60;
-		urxe_put16(buf + 4, (uint16_t)udp_len);
-		buf[6] = 17;			/* next header: UDP */
-		memcpy(buf + 8, src, 16);
-		memcpy(buf + 24, dst, 16);
-	}
-	urxe_put16(buf + ip_len, sport);
-	urxe_put16(buf + ip_len + 2, dport);
-	urxe_put16(buf + ip_len + 4, (uint16_t)udp_len);
-	urxe_put16(buf + ip_len + 6, 0);
-	return ip_len;
-}
-
-/* The CRC of a packet from its IP and UDP headers and RoCE bytes. */
-static uint32_t hdrs_crc(const uint8_t *ip, size_t ip_len, const uint8_t *udp,
-			 const uint8_t *roce, size_t len)
-{
-	struct urxe_icrc c;
-	size_t took;
-
-	took = urxe_icrc_begin_n(&c, ip, ip_len, udp, roce, len);
-	if (len > took)
-		urxe_icrc_update(&c, roce + took, len - took);
-	return urxe_icrc_end(&c);
-}
-
-/*
- * The CRC of an IPv4 packet's LRH ones, IP header (ID 0, DF set) and UDP
- * header, from @t's cache: one flow's packets of one length all have it.
- */
-static uint32_t pfx_crc(struct urxe_icrc_ids *t, const uint8_t *src,
-			const uint8_t *dst, uint16_t sport, uint16_t dport,
-			uint32_t roce_len)
-{
-	uint8_t ph[IPV4_MIN_HDR_LEN + UDP_HDR_LEN];
-	uint32_t s, d, ports = (uint32_t)sport << 16 | dport;
-	struct urxe_icrc_pfx *e;
-
-	memcpy(&s, src + 12, 4);
-	memcpy(&d, dst + 12, 4);
-	e = &t->pfx[((s ^ d * 0x9e3779b1u ^ ports ^ roce_len) * 2654435761u) >>
-		    (32 - URXE_ICRC_PFX_BITS)];
-	if (e->len == roce_len && e->src == s && e->dst == d &&
-	    e->ports == ports)
-		return e->crc;
-	urxe_icrc_pseudo_hdr(ph, src, dst, sport, dport, roce_len, 0, true);
-	ph[1] = 0xff;				/* TOS */
-	ph[8] = 0xff;				/* TTL */
-	ph[10] = ph[11] = 0xff;			/* header checksum */
-	ph[IPV4_MIN_HDR_LEN + 6] = ph[IPV4_MIN_HDR_LEN + 7] = 0xff;
-	e->crc = crc32_gzip_refl(URXE_ICRC_LRH_ONES, ph, sizeof(ph));
-	e->src = s;
-	e->dst = d;
-	e->ports = ports;
-	e->len = roce_len;
-	return e->crc;
-}
-
-/* From @crc on over @len RoCE bytes (BTH first, its byte 4 as ones). */
-static uint32_t roce_crc(uint32_t crc, const uint8_t *roce, size_t len)
-{
-	uint8_t buf[URXE_BTH_LEN + BEGIN_MORE];
-	size_t n = len <= sizeof(buf) ? len : URXE_BTH_LEN;
-
-	memcpy(buf, roce, n);
-	buf[4] = 0xff;				/* FECN, BECN, reserved */
-	crc = crc32_gzip_refl(crc, buf, n);
-	if (len > n)
-		crc = crc32_gzip_refl(crc, roce + n, len - n);
-	return crc;
-}
-
-/* Whether the ICRC of a packet from @src to @dst can use pfx_crc(). */
-static bool pfx_ok(const struct urxe_icrc_ids *t, const uint8_t *src,
-		   const uint8_t *dst)
-{
-	return t && urxe_gid_is_v4(src) && urxe_gid_is_v4(dst);
-}
-
-uint32_t urxe_icrc_tx(struct urxe_icrc_ids *t, const uint8_t *src,
-		      const uint8_t *dst, uint16_t sport, const uint8_t *roce,
-		      uint32_t len)
-{
-	uint8_t ph[IPV6_HDR_LEN + UDP_HDR_LEN];
-	size_t ip_len;
-
-	if (pfx_ok(t, src, dst))
-		return roce_crc(pfx_crc(t, src, dst, sport, URXE_ROCE_UDP_PORT,
-					len + URXE_ICRC_LEN),
-				roce, len);
-	ip_len = urxe_icrc_pseudo_hdr(ph, src, dst, sport, URXE_ROCE_UDP_PORT,
-				      len + URXE_ICRC_LEN, 0, true);
-	return hdrs_crc(ph, ip_len, ph + ip_len, roce, len);
-}
-
-/*
- * IPv4 through a UDP socket: the ICRC covers the IP ID and the DF bit,
- * which the socket does not show.  The CRC is affine in them: with m0 the
- * packet as if ID = 0 and DF = 0, crc(m0 ^ d) = crc(m0) ^ L(d), L linear
- * in the 17 unknown bits.  So solve L(d) = icrc ^ crc(m0) over GF(2): the
- * 17 columns of L are independent (a CRC-32 tells apart any change within
- * 32 consecutive bits), so the solution, if any, is unique.  It is then
- * accepted only if plausible: DF set, and the ID 0 (urxe peers; Linux
- * sends ID 0 with IP_PMTUDISC_DO), a GSO segment's small index, or just
- * after the last ID seen from that source (kernel rxe increments it).
- * That keeps the check close to a full 32-bit one while accepting what
- * kernel rxe sends.
- */
 #define ID_BITS 17			/* 16 ID bits, then DF */
 #define ID_STREAM_OFF (8 + 4)		/* LRH ones, then IPv4 byte 4 */
 #define ID_WINDOW 64		/* checksum 0: the window, at least */
@@ -322,7 +176,7 @@ static void cols_fill(struct urxe_icrc_id_cols *c, uint32_t stream_len)
  * thread's).  A connected transmit socket rewrites every ICRC it sends: a
  * bulk transfer's lengths (full, last, ACK, ...) stay in the cache.
  */
-uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
+uint32_t urxe_ipid_delta(struct urxe_ipid_deltas *t, uint32_t len, uint16_t id)
 {
 	uint32_t stream_len = len + 8 + IPV4_MIN_HDR_LEN + UDP_HDR_LEN -
 			      URXE_ICRC_LEN;
@@ -332,7 +186,7 @@ uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
 	if (!id)
 		return 0;
 	if (!t)
-		t = &thread_ids;
+		t = &thread_ids.d;
 	c = &t->cols[t->cols_last % URXE_ICRC_COLS_CACHED];
 	if (c->len != stream_len) {
 		for (k = 0; k < URXE_ICRC_COLS_CACHED &&
@@ -350,7 +204,185 @@ uint32_t urxe_icrc_id_delta(struct urxe_icrc_ids *t, uint32_t len, uint16_t id)
 
 uint32_t urxe_icrc_ipv4_id_delta(uint32_t len, uint16_t id)
 {
-	return urxe_icrc_id_delta(NULL, len, id);
+	return urxe_ipid_delta(NULL, len, id);
+}
+
+/*
+ * Where each segment's ICRC lies: the datagram at @iov cut every @seg
+ * bytes (the last segment may be shorter).  seg_next() steps to the next
+ * segment; w->at is its last four bytes when they lie in one piece of
+ * at least that, else NULL.
+ */
+struct seg_walk {
+	const struct iovec *iov;
+	unsigned int niov, k, i;	/* pieces; the trailer's; segment */
+	size_t total, seg, pos, end;	/* pos: where piece k starts */
+	size_t len;			/* the segment's */
+	uint8_t *at;
+};
+
+static inline void seg_walk_init(struct seg_walk *w,
+				 const struct iovec *iov, unsigned int niov,
+				 uint16_t gso_size)
+{
+	memset(w, 0, sizeof(*w));
+	w->iov = iov;
+	w->niov = niov;
+	w->total = urxe_iov_len(iov, niov);
+	w->seg = gso_size ? gso_size : w->total;
+	w->i = (unsigned int)-1;
+}
+
+static inline bool seg_next(struct seg_walk *w)
+{
+	if (w->end >= w->total)
+		return false;
+	w->i++;
+	w->len = w->total - w->end < w->seg ? w->total - w->end : w->seg;
+	w->end += w->len;
+	while (w->k < w->niov && w->pos + w->iov[w->k].iov_len < w->end)
+		w->pos += w->iov[w->k++].iov_len;
+	w->at = NULL;
+	if (w->len >= 4 && w->k < w->niov && w->end - 4 >= w->pos)
+		w->at = (uint8_t *)w->iov[w->k].iov_base +
+			(w->end - 4 - w->pos);
+	return true;
+}
+
+void urxe_ipid_gso(struct urxe_ipid_deltas *d, const uint8_t *dst,
+		   const struct iovec *iov, unsigned int niov,
+		   uint16_t gso_size)
+{
+	struct seg_walk w;
+
+	if (!urxe_gid_is_v4(dst))
+		return;				/* IPv6: no ID */
+	seg_walk_init(&w, iov, niov, gso_size);
+	/* The engine's packets end in a piece of their own: w.at is set. */
+	while (seg_next(&w))
+		if (w.i && w.at)
+			urxe_xor_le32(w.at, urxe_ipid_delta(d, (uint32_t)w.len,
+							    (uint16_t)w.i));
+}
+
+/*
+ * What turns the ICRC of segment @i (@len bytes), computed for ID @i, into
+ * the one for ID @base + @i: the XOR of the two IDs' shares.
+ */
+static uint32_t seg_delta(struct urxe_ipid_fix *f, size_t len, uint16_t base,
+			  unsigned int i)
+{
+	return urxe_ipid_delta(&f->d, (uint32_t)len,
+			       (uint16_t)((uint16_t)(base + i) ^ i));
+}
+
+/* Puts back what urxe_ipid_fix_in_place() rewrote, down to patch[@keep]. */
+static void fix_undo(struct urxe_ipid_fix *f, unsigned int keep)
+{
+	while (f->npatch > keep) {
+		f->npatch--;
+		urxe_xor_le32(f->patch[f->npatch].at, f->patch[f->npatch].d);
+	}
+}
+
+void urxe_ipid_fix_undo(struct urxe_ipid_fix *f)
+{
+	fix_undo(f, 0);
+	f->niov = f->ntrail = 0;
+}
+
+int urxe_ipid_fix_in_place(struct urxe_ipid_fix *f, const struct iovec *iov,
+			   unsigned int niov, uint16_t gso_size, uint16_t base)
+{
+	unsigned int j, first = f->npatch;
+	struct seg_walk w;
+	int ret = 0;
+
+	seg_walk_init(&w, iov, niov, gso_size);
+	while (seg_next(&w)) {
+		if (!w.at || f->npatch == URXE_IPID_FIX_TRAIL)
+			goto undo;
+		for (j = 0; j < first; j++)
+			if (f->patch[j].at == w.at)
+				ret = -1;
+		if (ret)
+			goto undo;
+		f->patch[f->npatch].at = w.at;
+		f->patch[f->npatch].d = seg_delta(f, w.len, base, w.i);
+		urxe_xor_le32(w.at, f->patch[f->npatch++].d);
+	}
+	return 1;
+
+undo:
+	fix_undo(f, first);
+	return ret;
+}
+
+/*
+ * Appends to f->iov the pieces of @iov from byte *@at of piece *@ii on,
+ * @body bytes; false if they do not fit.
+ */
+static bool copy_body(struct urxe_ipid_fix *f, const struct iovec *iov,
+		      unsigned int niov, unsigned int *ii, size_t *at,
+		      size_t body, unsigned int *k)
+{
+	size_t take;
+
+	while (body) {
+		if (*ii >= niov || *k >= URXE_IPID_FIX_IOV)
+			return false;
+		take = iov[*ii].iov_len - *at;
+		if (take > body)
+			take = body;
+		if (take) {
+			f->iov[*k].iov_base = (uint8_t *)iov[*ii].iov_base + *at;
+			f->iov[(*k)++].iov_len = take;
+		}
+		*at += take;
+		body -= take;
+		if (*at == iov[*ii].iov_len) {
+			(*ii)++;
+			*at = 0;
+		}
+	}
+	return true;
+}
+
+bool urxe_ipid_fix_copy(struct urxe_ipid_fix *f, const struct iovec *iov,
+			unsigned int niov, uint16_t gso_size, uint16_t base,
+			struct iovec **out, size_t *nout)
+{
+	size_t total = urxe_iov_len(iov, niov), off = 0, at = 0;
+	size_t seg = gso_size ? gso_size : total;
+	unsigned int k = f->niov, t = f->ntrail, ii = 0, i, b;
+
+	for (i = 0; off < total; i++) {
+		size_t len = total - off < seg ? total - off : seg;
+
+		if (!copy_body(f, iov, niov, &ii, &at, len < 4 ? 0 : len - 4,
+			       &k) ||
+		    t >= URXE_IPID_FIX_TRAIL || k >= URXE_IPID_FIX_IOV)
+			return false;
+		for (b = 0; b < 4 && b < len; b++) {
+			while (ii < niov && at == iov[ii].iov_len) {
+				ii++;
+				at = 0;
+			}
+			if (ii >= niov)
+				return false;
+			f->trail[t][b] = ((uint8_t *)iov[ii].iov_base)[at++];
+		}
+		if (len >= 4)
+			urxe_xor_le32(f->trail[t], seg_delta(f, len, base, i));
+		f->iov[k].iov_base = f->trail[t++];
+		f->iov[k++].iov_len = b;
+		off += len;
+	}
+	*out = &f->iov[f->niov];
+	*nout = k - f->niov;
+	f->niov = k;
+	f->ntrail = t;
+	return true;
 }
 
 static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
@@ -369,31 +401,6 @@ static bool id_solve(uint32_t stream_len, uint32_t target, uint32_t *bits)
 	return target == 0;
 }
 
-/*
- * Linux draws IPv4 IDs from per-destination counters that also jump by a
- * random amount up to the jiffies elapsed since their last use: the
- * window grows by one per millisecond of silence from that source.  A
- * urxe peer's GSO send from an unconnected socket numbers its segments 0,
- * 1, 2, ... (ID_GSO_SEGS at most); split anywhere before us (software
- * segmentation on a device without checksum offload, a receiver without
- * GRO), they come one by one with those small IDs.  A connected socket
- * (a urxe peer's transmit socket, see netdev/udp.c) numbers from its own
- * counter, one per datagram and segment i of one at its number + i: per
- * source port, IDs then step back by up to ID_GSO_SEGS.  Its counter
- * starts at random whenever a socket connects: a restarted peer, or a new
- * one on the same address and port, jumps anywhere.  Only datagrams with
- * a UDP checksum (verified by the kernel) come from such sockets; a jump
- * there is taken after ID_RESTART_NS of silence from the flow, which any
- * restart takes.  Without a checksum, IDs step back too: a kernel peer's
- * tasks for one QP (requester, responder) run on different CPUs and take
- * IDs from one counter, so two datagrams of a flow can leave in the other
- * order (seen from kernel rxe in a 2-CPU VM: one in about 10^4 was one ID
- * behind the one before it); a duplicated datagram repeats its ID.  Both
- * kinds of flow therefore take an ID up to ID_BACK behind the last one.
- * Otherwise an ID that fits nothing is refused and noted
- * as the flow's candidate: a next one that follows it is taken (and the
- * flow follows it from then on), so no sender stays shut out.
- */
 #define ID_GSO_SEGS 64
 #define ID_BACK ID_GSO_SEGS	/* how far an ID may step back (both kinds) */
 #define ID_CSUM_AHEAD 256		/* checksum on: the window, at least */
@@ -531,19 +538,21 @@ static int rx_match(struct urxe_icrc_ids *t, const uint8_t *roce,
 
 	*id = 0;
 	if (meta->ip_hdr_known) {
-		got = hdrs_crc(meta->ip, meta->ip_len, meta->ip + meta->ip_len,
-			       roce, covered);
-	} else if (pfx_ok(t, meta->sgid.raw, meta->dgid.raw)) {
+		got = urxe_icrc_hdrs_crc(meta->ip, meta->ip_len,
+					 meta->ip + meta->ip_len, roce, covered);
+	} else if (urxe_icrc_pfx_ok(t, meta->sgid.raw, meta->dgid.raw)) {
 		ip_len = IPV4_MIN_HDR_LEN;
-		got = roce_crc(pfx_crc(t, meta->sgid.raw, meta->dgid.raw,
-				       meta->sport, meta->dport, len),
-			       roce, covered) ^
-		      urxe_icrc_id_delta(t, len, first);
+		got = urxe_icrc_roce_crc(urxe_icrc_pfx_crc(t, meta->sgid.raw,
+							   meta->dgid.raw,
+							   meta->sport,
+							   meta->dport, len),
+					 roce, covered) ^
+		      urxe_ipid_delta(t ? &t->d : NULL, len, first);
 	} else {
 		ip_len = urxe_icrc_pseudo_hdr(ph, meta->sgid.raw, meta->dgid.raw,
 					      meta->sport, meta->dport, len,
 					      first, true);
-		got = hdrs_crc(ph, ip_len, ph + ip_len, roce, covered);
+		got = urxe_icrc_hdrs_crc(ph, ip_len, ph + ip_len, roce, covered);
 	}
 	if (got == want) {
 		/* exact, or IPv4 with the ID tried first and DF: urxe peers */
@@ -552,8 +561,9 @@ static int rx_match(struct urxe_icrc_ids *t, const uint8_t *roce,
 	}
 	if (meta->ip_hdr_known || ip_len != IPV4_MIN_HDR_LEN)
 		return 0;
-	if (pred && (got ^ urxe_icrc_id_delta(t, len, (uint16_t)(first ^
-			meta->ip_id_hint))) == want) {
+	if (pred && (got ^ urxe_ipid_delta(t ? &t->d : NULL, len,
+					   (uint16_t)(first ^
+						      meta->ip_id_hint))) == want) {
 		*id = meta->ip_id_hint;		/* an unconnected sender's */
 		return 1;
 	}

@@ -3,7 +3,8 @@
  * The opcode table.  An opcode is transport base | operation (IBA 9.2.1:
  * RC 0x00, UC 0x20, RD 0x40, UD 0x60, CNP 0x80, XRC 0xA0).  The table
  * states for each operation which headers and semantics it has; the
- * offsets and lengths of every header are computed from that, once.
+ * offsets and lengths of every header are computed from that, once
+ * (wire/opcode.c).
  */
 #ifndef URXE_OPCODE_H
 #define URXE_OPCODE_H
