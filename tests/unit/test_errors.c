@@ -207,14 +207,6 @@ static void post_recv(struct side *s, uint64_t wr_id, uint64_t addr,
 
 /* ---- completions and events ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -223,27 +215,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Polls @cq (which runs the engine) for up to @ms; true with a completion. */
-static bool wait_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		ck_assert_int_ge(n, 0);
-		if (n)
-			return true;
-	} while (now_ms() < end);
-	return false;
-}
-
 static void expect_wc(struct ibv_cq *cq, struct ibv_qp *qp, uint64_t wr_id,
 		      enum ibv_wc_status status, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(wait_wc(cq, WAIT_MS, &wc), "%s: no completion for wr_id %llu (want %s)",
+	ck_assert_msg(vu_wait_wc(cq, WAIT_MS, &wc), "%s: no completion for wr_id %llu (want %s)",
 		      what, (unsigned long long)wr_id, ibv_wc_status_str(status));
 	ck_assert_msg(wc.wr_id == wr_id && wc.status == status,
 		      "%s: completion wr_id %llu %s, want wr_id %llu %s", what,
@@ -256,7 +233,7 @@ static void expect_no_wc(struct ibv_cq *cq, int ms, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(!wait_wc(cq, ms, &wc), "%s: unexpected completion wr_id %llu %s",
+	ck_assert_msg(!vu_wait_wc(cq, ms, &wc), "%s: unexpected completion wr_id %llu %s",
 		      what, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 }
 
@@ -747,7 +724,7 @@ START_TEST(rnr_forever)
 	for (i = 0; i < 5000; i++)
 		A.v.buf[i] = (uint8_t)(i ^ 0x5a);
 	send_from_a(1, 0, 5000);
-	ck_assert_msg(!wait_wc(A.v.scq, 400, &wc),
+	ck_assert_msg(!vu_wait_wc(A.v.scq, 400, &wc),
 		      "rnr_retry 7: the SEND completed (%s) with no receive posted",
 		      ibv_wc_status_str(wc.status));
 	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_RTS);
@@ -782,7 +759,7 @@ START_TEST(vanished_peer)
 	t0 = now_s();
 	write_to_b(1, 0, 10000);
 	send_from_a(2, 0, 100);
-	ck_assert_msg(wait_wc(A.v.scq, (int)(bound * 1000) + 1000, &wc),
+	ck_assert_msg(vu_wait_wc(A.v.scq, (int)(bound * 1000) + 1000, &wc),
 		      "no completion within %.3f s", bound + 1);
 	dt = now_s() - t0;
 	printf("timeout %u retry_cnt %u: %s after %.6f s (budget %.6f s, bound %.6f s)\n",
@@ -947,12 +924,12 @@ START_TEST(malformed_frames_dropped)
 	junk_send(&j, p, sizeof(p));
 
 	/* Let the engine read them all (polling runs it). */
-	end = now_ms() + WAIT_MS;
+	end = vu_now_ms() + WAIT_MS;
 	do {
 		ck_assert_int_eq(ibv_poll_cq(A.v.scq, 1, &wc), 0);
 		urxe_engine_counters(eng, after);
 	} while (after[URXE_CNT_RCVD_PKTS] - before[URXE_CNT_RCVD_PKTS] < counted &&
-		 now_ms() < end);
+		 vu_now_ms() < end);
 	usleep(20000);
 	urxe_engine_counters(eng, after);
 	printf("junk: %u frames; received %llu, dropped %llu malformed, %llu bad ICRC, %llu no QP\n",

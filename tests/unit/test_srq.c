@@ -210,35 +210,12 @@ static int srq_post(uint64_t wr_id, unsigned int slot)
 
 /* ---- completions and events ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Polls @cq (which runs the engine) for up to @ms. */
-static bool wait_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		ck_assert_int_ge(n, 0);
-		if (n)
-			return true;
-	} while (now_ms() < end);
-	return false;
-}
-
 static struct ibv_wc expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 			       enum ibv_wc_status status, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
+	ck_assert_msg(vu_wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
 		      what, (unsigned long long)wr_id, ibv_wc_status_str(status));
 	ck_assert_msg(wc.wr_id == wr_id && wc.status == status,
 		      "%s: completion %llu %s, want %llu %s", what,
@@ -251,7 +228,7 @@ static void expect_no_wc(struct ibv_cq *cq, int ms, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(!wait_wc(cq, ms, &wc), "%s: unexpected completion %llu %s",
+	ck_assert_msg(!vu_wait_wc(cq, ms, &wc), "%s: unexpected completion %llu %s",
 		      what, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 }
 
@@ -356,14 +333,14 @@ START_TEST(shared_by_two_qps)
 	for (k = 0; k < n; k++)
 		send_on((int)(k % NQP), 1000 + k, k * SLOT, len);
 	for (k = 0; k < n; k++) {
-		ck_assert_msg(wait_wc(A.v.scq, WAIT_MS, &wc), "send %u", k);
+		ck_assert_msg(vu_wait_wc(A.v.scq, WAIT_MS, &wc), "send %u", k);
 		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
 	}
 	for (k = 0; k < n; k++) {
 		uint32_t hdr = t == IBV_QPT_UD ? GRH : 0, m;
 		int q;
 
-		ck_assert_msg(wait_wc(B.v.rcq, WAIT_MS, &wc), "receive %u", k);
+		ck_assert_msg(vu_wait_wc(B.v.rcq, WAIT_MS, &wc), "receive %u", k);
 		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
 		ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
 		ck_assert_uint_lt(wc.wr_id, n);
@@ -785,7 +762,7 @@ START_TEST(rnr_until_posted)
 	fill(A.v.buf, MSG, 9);
 	send_on(1, 60, 0, MSG);
 	/* RNR NAKs, retried for ever (rnr_retry 7): nothing completes. */
-	ck_assert(!wait_wc(A.v.scq, 200, &wc));
+	ck_assert(!vu_wait_wc(A.v.scq, 200, &wc));
 	expect_no_wc(B.v.rcq, 0, "nothing posted");
 	ck_assert_int_eq(srq_post(3, 3), 0);
 	expect_wc(A.v.scq, 60, IBV_WC_SUCCESS, "SEND after the receive came");
@@ -827,13 +804,13 @@ static uint8_t t_byte(uint32_t tag, uint32_t i)
 static void *t_receiver(void *arg)
 {
 	uint32_t expect[NQP] = { 0 };
-	uint64_t end = now_ms() + 60000;
+	uint64_t end = vu_now_ms() + 60000;
 	struct ibv_wc wc;
 	uint32_t tag, i;
 	int n, q;
 
 	(void)arg;
-	while (atomic_load(&t_received) < NQP * T_MSGS && now_ms() < end) {
+	while (atomic_load(&t_received) < NQP * T_MSGS && vu_now_ms() < end) {
 		n = ibv_poll_cq(B.v.rcq, 1, &wc);
 		if (n <= 0) {
 			if (n < 0)
@@ -916,8 +893,8 @@ START_TEST(threads)
 	atomic_store(&t_resizes, 0);
 	ck_assert_int_eq(pthread_create(&rx, NULL, t_receiver, NULL), 0);
 	ck_assert_int_eq(pthread_create(&rs, NULL, t_resizer, NULL), 0);
-	end = now_ms() + 60000;
-	while ((done[0] < T_MSGS || done[1] < T_MSGS) && now_ms() < end) {
+	end = vu_now_ms() + 60000;
+	while ((done[0] < T_MSGS || done[1] < T_MSGS) && vu_now_ms() < end) {
 		for (q = 0; q < NQP; q++)
 			while (sent[q] < T_MSGS && sent[q] - done[q] < T_DEPTH)
 				t_send(q, sent[q]++);

@@ -928,34 +928,12 @@ END_TEST
 
 /* ---- traffic ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static bool wait_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		ck_assert_int_ge(n, 0);
-		if (n)
-			return true;
-	} while (now_ms() < end);
-	return false;
-}
-
 static struct ibv_wc expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 			       enum ibv_wc_status status, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
+	ck_assert_msg(vu_wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
 		      what, (unsigned long long)wr_id, ibv_wc_status_str(status));
 	ck_assert_msg(wc.wr_id == wr_id && wc.status == status,
 		      "%s: completion %llu %s, want %llu %s", what,
@@ -968,7 +946,7 @@ static void expect_no_wc(struct ibv_cq *cq, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(!wait_wc(cq, 50, &wc), "%s: unexpected completion %llu %s",
+	ck_assert_msg(!vu_wait_wc(cq, 50, &wc), "%s: unexpected completion %llu %s",
 		      what, (unsigned long long)wc.wr_id,
 		      ibv_wc_status_str(wc.status));
 }

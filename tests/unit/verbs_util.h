@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <infiniband/verbs.h>
 
@@ -56,6 +57,33 @@ static inline enum ibv_qp_state vu_qp_state(struct ibv_qp *qp)
 
 	ck_assert_int_eq(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
 	return a.qp_state;
+}
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+static inline uint64_t vu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Polls @cq for one completion for up to @ms (polling is what runs the
+ * engine in these suites); true with one in @wc.
+ */
+static inline bool vu_wait_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
+{
+	uint64_t end = vu_now_ms() + (uint64_t)ms;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		ck_assert_int_ge(n, 0);
+		if (n)
+			return true;
+	} while (vu_now_ms() < end);
+	return false;
 }
 
 /*
