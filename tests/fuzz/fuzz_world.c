@@ -239,21 +239,69 @@ static const struct send_op ud_script[] = {
 	{ IBV_WR_SEND, 1024, 0, 0 },
 };
 
+/*
+ * The oracle for completion opcodes, written from ibv_post_send(3),
+ * ibv_poll_cq(3) and IBA 11.4.2.1 (Poll for Completion), not from the
+ * engine's completer: for each opcode a WR is posted with, what the
+ * requester's completion reports, and whether the operation consumes a
+ * receive WQE at the responder and, if so, what that completion reports
+ * (opcode and the IBV_WC_WITH_IMM / IBV_WC_WITH_INV flags).  The man page
+ * promises the opcode only for successful completions; urxe reports it
+ * for failed and flushed ones too, and the send side is held to that.
+ */
+static const struct wc_expect {
+	enum ibv_wr_opcode wr;
+	enum ibv_wc_opcode send;	/* at the requester */
+	bool recv;			/* consumes a receive WQE */
+	enum ibv_wc_opcode recv_op;	/* ... and completes it as */
+	unsigned int recv_flags;
+} wc_table[] = {
+	{ IBV_WR_SEND, IBV_WC_SEND, true, IBV_WC_RECV, 0 },
+	{ IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, true, IBV_WC_RECV,
+	  IBV_WC_WITH_IMM },
+	{ IBV_WR_SEND_WITH_INV, IBV_WC_SEND, true, IBV_WC_RECV,
+	  IBV_WC_WITH_INV },
+	{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, false, 0, 0 },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, true,
+	  IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_WITH_IMM },
+	{ IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, false, 0, 0 },
+	{ IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, false, 0, 0 },
+	{ IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, false, 0, 0 },
+	{ IBV_WR_LOCAL_INV, IBV_WC_LOCAL_INV, false, 0, 0 },
+	{ IBV_WR_BIND_MW, IBV_WC_BIND_MW, false, 0, 0 },
+};
+
+#define WC_TABLE_N (sizeof(wc_table) / sizeof(wc_table[0]))
+
+/* The requester's completion opcode for a WR posted as @op. */
 static enum ibv_wc_opcode wc_op(enum ibv_wr_opcode op)
 {
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
+	size_t i;
+
+	for (i = 0; i < WC_TABLE_N; i++)
+		if (wc_table[i].wr == op)
+			return wc_table[i].send;
+	fatal("no expected completion for WR opcode %d", op);
+}
+
+/*
+ * A successful receive completion is one the table allows: the opcode
+ * and immediate/invalidate flags of some operation that consumes a
+ * receive WQE.
+ */
+static void check_recv_kind(const struct ibv_wc *wc)
+{
+	unsigned int fl = wc->wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV);
+	size_t i;
+
+	if (wc->status != IBV_WC_SUCCESS)
+		return;
+	for (i = 0; i < WC_TABLE_N; i++)
+		if (wc_table[i].recv && wc_table[i].recv_op == wc->opcode &&
+		    wc_table[i].recv_flags == fl)
+			return;
+	fatal("QP 0x%x: receive completed as opcode %d, flags 0x%x",
+	      wc->qp_num, wc->opcode, wc->wc_flags);
 }
 
 /*
@@ -411,6 +459,7 @@ static void check_recv_cqe(struct fq *f, const struct ibv_wc *wc, uint32_t seq)
 	if (seq != f->rq_next_cqe || seq >= f->rq_seq)
 		fatal("QP 0x%x: receive completion %u, expected %u (%u posted)",
 		      f->qp.qpn, seq, f->rq_next_cqe, f->rq_seq);
+	check_recv_kind(wc);
 	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV &&
 	    wc->byte_len > cap)
 		fatal("QP 0x%x: receive %u of %u bytes got %u", f->qp.qpn, seq,
@@ -428,6 +477,7 @@ void fz_check_srq_cqe(struct fsrq *x, const struct ibv_wc *wc, uint32_t seq)
 	if (i == x->nout)
 		fatal("QP 0x%x: SRQ %u receive %u completed, not outstanding",
 		      wc->qp_num, x->qid, seq);
+	check_recv_kind(wc);
 	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV &&
 	    wc->byte_len > x->out_len[i])
 		fatal("QP 0x%x: SRQ %u receive %u of %u bytes got %u", wc->qp_num,

@@ -477,6 +477,106 @@ serve() {
 	done
 }
 
+# start_server NAME DESC PORT RUNNER ARGS...: serve, or, when the server
+# never listens, the failure reported (DESC: ...) and its output shown;
+# returns 1 then.  Sets BG_PID.
+start_server() {
+	local name=$1 desc=$2 port=$3
+	shift 3
+	serve "$name" "$port" "$@" && return 0
+	reap "$BG_PID"
+	fail "$desc: the server did not start listening on TCP $port"
+	show "$name"
+	return 1
+}
+
+# run_pair NAME DESC PORT SRV CLI: one client/server run, the pattern of
+# the pingpong and perftest scripts.  SRV and CLI name the caller's arrays:
+# the server's command as serve takes it after PORT (runner, its
+# arguments, environment, program), the client's as capture takes it after
+# NAME.  The server is started (start_server), the client run to its end as
+# NAME.cli, the server reaped (NAME.srv); passes "DESC: server and client
+# exit 0" or fails, showing both.  Sets SRC and CRC.  Returns 1 when the
+# server never listened (reported): the caller then stops what it started
+# for the run (pcap_abort) and skips its checks.
+run_pair() {
+	local name=$1 desc=$2 port=$3 spid
+	local -n _rp_srv=$4 _rp_cli=$5
+	SRC=-1 CRC=-1
+	start_server "$name.srv" "$desc" "$port" "${_rp_srv[@]}" || return 1
+	spid=$BG_PID
+	capture "$name.cli" "${_rp_cli[@]}"
+	CRC=$RC
+	reap "$spid"
+	SRC=$RC
+	if [ "$SRC" -eq 0 ] && [ "$CRC" -eq 0 ]; then
+		pass "$desc: server and client exit 0"
+	else
+		fail "$desc: server exit $SRC, client exit $CRC"
+		show "$name.srv" "$SRC"
+		show "$name.cli" "$CRC"
+	fi
+}
+
+# pp_data_ok DESC NAME: the *_pingpong programs' -c has the server check
+# every page it received and print "invalid data in page N" for a bad one;
+# the run NAME's server (NAME.srv, exit SRC) printed none.
+pp_data_ok() {
+	if ! grep -qi 'invalid data' "$(out "$2.srv")" "$(err "$2.srv")"; then
+		pass "$1: the server's data check finds no invalid data"
+	else
+		fail "$1: the server reports invalid data"
+		show "$2.srv" "$SRC"
+	fi
+}
+
+# pp_reports DESC NAME RC BYTES ITERS: the *_pingpong run NAME (exit RC)
+# printed "BYTES bytes in ..." and "ITERS iters in ...".
+pp_reports() {
+	if grep -q "^$4 bytes in " "$(out "$2")" &&
+	   grep -q "^$5 iters in " "$(out "$2")"; then
+		pass "$1 reports $5 iterations, $4 bytes"
+	else
+		fail "$1 does not report $5 iterations, $4 bytes"
+		show "$2" "$3"
+	fi
+}
+
+# pt_no_errors DESC NAME: neither end of the perftest run NAME printed a
+# "Failed status" (a completion in error) or "Couldn't" (a failed verb)
+# line.
+pt_no_errors() {
+	local f
+	for f in "$2.srv" "$2.cli"; do
+		if grep -Eq "Failed status|Couldn't" "$(out "$f")" "$(err "$f")"; then
+			fail "$1: ${f##*.} prints a \"Failed status\" or \"Couldn't\" line"
+			grep -Eh "Failed status|Couldn't" "$(out "$f")" "$(err "$f")" |
+				head -n 5 | sed 's/^/#     | /'
+		else
+			pass "$1: ${f##*.} prints no \"Failed status\" / \"Couldn't\""
+		fi
+	done
+}
+
+# veth_pair NET [v6]: network namespaces A and NB (ns_add) joined by a veth
+# pair, vethA NET.1/24 and vethB NET.2/24 (NET: three octets of
+# 198.18.0.0/16), with v6 also 2001:db8::1/64 and ::2/64; both up.
+veth_pair() {
+	ns_add A a
+	ns_add NB b
+	ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
+	ip -n "$A" addr add "$1.1/24" dev vethA
+	[ "${2:-}" != v6 ] || ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
+	ip -n "$NB" addr add "$1.2/24" dev vethB
+	[ "${2:-}" != v6 ] || ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
+	ip -n "$A" link set vethA up
+	ip -n "$NB" link set vethB up
+}
+
+# pcap_abort: stops the capture pcap_start began, for a run that failed
+# before its traffic (nothing to check).
+pcap_abort() { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+
 # pcap_start NAME IFACE [NS]: tcpdump (root) records UDP port 4791 on IFACE
 # (inside network namespace NS) into $WORK/NAME.raw.pcap; returns once it
 # listens; sets PCAP_PID.  Nothing may be lost: a frame missing from the

@@ -64,13 +64,7 @@ CAP_USER=("${AS_USER[@]:0:${#AS_USER[@]}-1}" --inh-caps=+net_raw
 	  --ambient-caps=+net_raw --)
 AS_USER=("${CAP_USER[@]}")
 
-ns_add A a
-ns_add NB b
-ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-ip -n "$A" addr add 198.18.9.1/24 dev vethA
-ip -n "$NB" addr add 198.18.9.2/24 dev vethB
-ip -n "$A" link set vethA up
-ip -n "$NB" link set vethB up
+veth_pair 198.18.9
 assert_lib_loaded "$A"
 
 capture caps ns_user_plain "$A" grep '^CapAmb' /proc/self/status

@@ -66,7 +66,7 @@ result_line() {
 # numbers a repeated run.
 pt() {
 	local where=$1 prog=$2 pcap=${3:-} rep=${4:-} port name desc srv cli \
-		host gidx line n opts f
+		host gidx line n opts
 	local -a o hosts penv=() files
 	opts=$(opts_of "$prog")
 	read -ra o <<<"$opts"
@@ -87,36 +87,18 @@ pt() {
 	pcap) pcap_start "pt_$name" lo; penv=(URXE_GSO=0) ;;
 	upcap) penv=("URXE_PCAP=$WORK/tmp/pt_$name-%p.pcap") ;;
 	esac
-	if ! serve "$name.srv" "$port" "${srv[@]}" "${NOLEAK[@]}" "${penv[@]}" \
-		URXE_LOG=debug "${args[@]}"; then
-		reap "$BG_PID"
-		fail "$desc: the server did not start listening on TCP $port"
-		show "$name.srv"
-		[ "$pcap" != pcap ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a scmd=("${srv[@]}" "${NOLEAK[@]}" "${penv[@]}" URXE_LOG=debug
+		       "${args[@]}")
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a ccmd=("${cli[@]}" "${NOLEAK[@]}" "${penv[@]}" URXE_LOG=debug
+		       "${args[@]}" "$host")
+	if ! run_pair "$name" "$desc" "$port" scmd ccmd; then
+		[ "$pcap" != pcap ] || pcap_abort
 		return
 	fi
-	local spid=$BG_PID
-	capture "$name.cli" "${cli[@]}" "${NOLEAK[@]}" "${penv[@]}" URXE_LOG=debug \
-		"${args[@]}" "$host"
-	local crc=$RC
-	reap "$spid"
-	local src=$RC
-	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
-		pass "$desc: server and client exit 0"
-	else
-		fail "$desc: server exit $src, client exit $crc"
-		show "$name.srv" "$src"
-		show "$name.cli" "$crc"
-	fi
-	for f in "$name.srv" "$name.cli"; do
-		if grep -Eq "Failed status|Couldn't" "$(out "$f")" "$(err "$f")"; then
-			fail "$desc: ${f##*.} prints a \"Failed status\" or \"Couldn't\" line"
-			grep -Eh "Failed status|Couldn't" "$(out "$f")" "$(err "$f")" |
-				head -n 5 | sed 's/^/#     | /'
-		else
-			pass "$desc: ${f##*.} prints no \"Failed status\" / \"Couldn't\""
-		fi
-	done
+	local crc=$CRC
+	pt_no_errors "$desc" "$name"
 	line=$(result_line "$name.cli")
 	read -ra n <<<"$line"
 	case $prog in
@@ -229,15 +211,7 @@ fi
 # --- (b) two namespaces over a veth pair --------------------------------------
 
 if [ "$ROOT" -eq 1 ] && command -v ip >/dev/null; then
-	ns_add A a
-	ns_add NB b
-	ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-	ip -n "$A" addr add 198.18.0.1/24 dev vethA
-	ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
-	ip -n "$NB" addr add 198.18.0.2/24 dev vethB
-	ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
-	ip -n "$A" link set vethA up
-	ip -n "$NB" link set vethB up
+	veth_pair 198.18.0 v6
 	assert_lib_loaded "$A"
 	capture devinfoB ns_user "$NB" "URXE_DEVICES=rxe0 netdev vethB" \
 		"$URXE" run -- ibv_devinfo -v

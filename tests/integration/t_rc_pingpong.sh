@@ -39,18 +39,6 @@ LIB="LD_LIBRARY_PATH=$B/lib"
 # SIZE:ITERATIONS
 RUNS=(1:50 4096:50 65536:50 1048576:10)
 
-# reports DESC NAME RC BYTES ITERS: run NAME (exit RC) printed "BYTES bytes
-# in ..." and "ITERS iters in ...".
-reports() {
-	if grep -q "^$4 bytes in " "$(out "$2")" &&
-	   grep -q "^$5 iters in " "$(out "$2")"; then
-		pass "$1 reports $5 iterations, $4 bytes"
-	else
-		fail "$1 does not report $5 iterations, $4 bytes"
-		show "$2" "$3"
-	fi
-}
-
 # pp WHERE SIZE ITERS FLAGS [gso]: one server/client run; WHERE is lo, ns4
 # or ns6.  Checks both exit codes, the server's data check, what each end
 # says about the transfer and the peer's GID, and the capture.  A captured
@@ -85,38 +73,20 @@ pp() {
 	[ "$cap" -eq 0 ] || pcap_start "pp_$name" "$iface" "$pns"
 	local args=(ibv_rc_pingpong -d rxe0 -g "$gidx" -p "$port" -s "$size"
 		    -n "$n" "${fl[@]}")
-	if ! serve "$name.srv" "$port" "${srv[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}"; then
-		reap "$BG_PID"
-		fail "$desc: the server did not start listening on TCP $port"
-		show "$name.srv"
-		[ "$cap" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a scmd=("${srv[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}")
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a ccmd=("${cli[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host")
+	if ! run_pair "$name" "$desc" "$port" scmd ccmd; then
+		[ "$cap" -eq 0 ] || pcap_abort
 		return
 	fi
-	local spid=$BG_PID
-	capture "$name.cli" "${cli[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host"
-	local crc=$RC
-	reap "$spid"
-	local src=$RC
-	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
-		pass "$desc: server and client exit 0"
-	else
-		fail "$desc: server exit $src, client exit $crc"
-		show "$name.srv" "$src"
-		show "$name.cli" "$crc"
-	fi
-	# rc_pingpong's -c: the server checks every page of the buffer and
-	# prints "invalid data in page N" for each bad one.
-	if ! grep -qi 'invalid data' "$(out "$name.srv")" "$(err "$name.srv")"; then
-		pass "$desc: the server's data check finds no invalid data"
-	else
-		fail "$desc: the server reports invalid data"
-		show "$name.srv" "$src"
-	fi
+	pp_data_ok "$desc" "$name"
 	# "409600 bytes in 0.14 seconds = ..." and "50 iters in ...": n
 	# iterations each way.
 	bytes=$((2 * size * n))
-	reports "$desc: the client" "$name.cli" "$crc" "$bytes" "$n"
-	reports "$desc: the server" "$name.srv" "$src" "$bytes" "$n"
+	pp_reports "$desc: the client" "$name.cli" "$CRC" "$bytes" "$n"
+	pp_reports "$desc: the server" "$name.srv" "$SRC" "$bytes" "$n"
 	expect_match "$desc: the client's peer is the server's GID $srv_gid" \
 		"$name.cli" "^  remote address: .* GID $srv_gid\$"
 	expect_match "$desc: the server's peer is the client's GID $cli_gid" \
@@ -191,15 +161,7 @@ if [ "$ROOT" -eq 0 ] || ! command -v ip >/dev/null; then
 	note "SKIP the namespace part: network namespaces need root and ip"
 	finish
 fi
-ns_add A a
-ns_add NB b
-ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-ip -n "$A" addr add 198.18.0.1/24 dev vethA
-ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
-ip -n "$NB" addr add 198.18.0.2/24 dev vethB
-ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
-ip -n "$A" link set vethA up
-ip -n "$NB" link set vethB up
+veth_pair 198.18.0 v6
 # So that the IPv6 frames tcpdump records carry their real UDP checksums.
 tx_csum_off "$A" vethA
 tx_csum_off "$NB" vethB

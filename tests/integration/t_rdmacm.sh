@@ -330,15 +330,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	note "(b) skipped: network namespaces need root"
 	finish
 fi
-ns_add A a
-ns_add NB b
-ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-ip -n "$A" addr add 198.18.0.1/24 dev vethA
-ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
-ip -n "$NB" addr add 198.18.0.2/24 dev vethB
-ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
-ip -n "$A" link set vethA up
-ip -n "$NB" link set vethB up
+veth_pair 198.18.0 v6
 tx_csum_off "$A" vethA
 tx_csum_off "$NB" vethB
 SRUN=(ns_user "$A" "${NOLEAK[@]}" "$LIB" "URXE_DEVICES=rxe0 netdev vethA")

@@ -39,18 +39,6 @@ LIB="LD_LIBRARY_PATH=$B/lib"
 RUNS=(1:200:16 4096:200:16 65536:40:4 1048576:6:2)
 DRY=4096:300:8:8
 
-# reports DESC NAME RC BYTES ITERS: run NAME (exit RC) printed "BYTES bytes
-# in ..." and "ITERS iters in ...".
-reports() {
-	if grep -q "^$4 bytes in " "$(out "$2")" &&
-	   grep -q "^$5 iters in " "$(out "$2")"; then
-		pass "$1 reports $5 iterations, $4 bytes"
-	else
-		fail "$1 does not report $5 iterations, $4 bytes"
-		show "$2" "$3"
-	fi
-}
-
 # pp WHERE SPEC FLAGS [capture]: one server/client run; WHERE is lo or
 # ns4, SPEC SIZE:ITERS:QPS[:RX_DEPTH].  Checks both exit codes, the
 # server's data check, what each end says about the transfer and the
@@ -82,35 +70,18 @@ pp() {
 	[ "$cap" -eq 0 ] || pcap_start "pp_$name" "$iface" "$pns"
 	local args=(ibv_srq_pingpong -d rxe0 -g "$gidx" -p "$port" -s "$size"
 		    -n "$n" -q "$q" "${extra[@]}" "${fl[@]}")
-	if ! serve "$name.srv" "$port" "${srv[@]}" "${genv[@]}" "$LIB" "${args[@]}"; then
-		reap "$BG_PID"
-		fail "$desc: the server did not start listening on TCP $port"
-		show "$name.srv"
-		[ "$cap" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a scmd=("${srv[@]}" "${genv[@]}" "$LIB" "${args[@]}")
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a ccmd=("${cli[@]}" "${genv[@]}" "$LIB" "${args[@]}" "$host")
+	if ! run_pair "$name" "$desc" "$port" scmd ccmd; then
+		[ "$cap" -eq 0 ] || pcap_abort
 		return
 	fi
-	local spid=$BG_PID
-	capture "$name.cli" "${cli[@]}" "${genv[@]}" "$LIB" "${args[@]}" "$host"
-	local crc=$RC
-	reap "$spid"
-	local src=$RC
-	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
-		pass "$desc: server and client exit 0"
-	else
-		fail "$desc: server exit $src, client exit $crc"
-		show "$name.srv" "$src"
-		show "$name.cli" "$crc"
-	fi
-	# -c: the server checks the buffer and prints "invalid data in page N".
-	if ! grep -qi 'invalid data' "$(out "$name.srv")" "$(err "$name.srv")"; then
-		pass "$desc: the server's data check finds no invalid data"
-	else
-		fail "$desc: the server reports invalid data"
-		show "$name.srv" "$src"
-	fi
+	pp_data_ok "$desc" "$name"
 	bytes=$((2 * size * n))
-	reports "$desc: the client" "$name.cli" "$crc" "$bytes" "$n"
-	reports "$desc: the server" "$name.srv" "$src" "$bytes" "$n"
+	pp_reports "$desc: the client" "$name.cli" "$CRC" "$bytes" "$n"
+	pp_reports "$desc: the server" "$name.srv" "$SRC" "$bytes" "$n"
 	# One "remote address" line per QP, each the peer's GID.
 	local want=$q got
 	got=$(grep -cE "^  remote address: .* GID $srv_gid\$" "$(out "$name.cli")" || true)
@@ -143,13 +114,7 @@ if [ "$ROOT" -eq 0 ] || ! command -v ip >/dev/null; then
 	note "SKIP the namespace part: network namespaces need root and ip"
 	finish
 fi
-ns_add A a
-ns_add NB b
-ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-ip -n "$A" addr add 198.18.0.1/24 dev vethA
-ip -n "$NB" addr add 198.18.0.2/24 dev vethB
-ip -n "$A" link set vethA up
-ip -n "$NB" link set vethB up
+veth_pair 198.18.0
 assert_lib_loaded "$A"
 
 for r in "${RUNS[@]}"; do

@@ -97,13 +97,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	note "not root: no namespaces"
 	finish
 fi
-ns_add A a
-ns_add NB b
-ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-ip -n "$A" addr add 198.18.7.1/24 dev vethA
-ip -n "$NB" addr add 198.18.7.2/24 dev vethB
-ip -n "$A" link set vethA up
-ip -n "$NB" link set vethB up
+veth_pair 198.18.7
 GIDX=1
 PEER=198.18.7.1
 STATS=(ns_user "$A" "URXE_DEVICES=rxe0 netdev vethA")

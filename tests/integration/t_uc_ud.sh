@@ -56,18 +56,6 @@ command -v tcpdump >/dev/null || PCAP=0
 [ "$PCAP" -eq 1 ] || note "captures skipped: they need root and tcpdump"
 LIB="LD_LIBRARY_PATH=$B/lib"
 
-# reports DESC NAME RC BYTES ITERS: run NAME printed "BYTES bytes in ..."
-# and "ITERS iters in ...".
-reports() {
-	if grep -q "^$4 bytes in " "$(out "$2")" &&
-	   grep -q "^$5 iters in " "$(out "$2")"; then
-		pass "$1 reports $5 iterations, $4 bytes"
-	else
-		fail "$1 does not report $5 iterations, $4 bytes"
-		show "$2" "$3"
-	fi
-}
-
 # pp PROG WHERE SIZE FLAGS: one server/client run of ibv_PROG_pingpong
 # (uc or ud); WHERE is lo, ns4 or ns6.
 pp() {
@@ -97,34 +85,17 @@ pp() {
 	[ "$PCAP" -eq 0 ] || { pcap_start "pp_$name" "$iface" "$pns"; genv=(URXE_GSO=0); }
 	local args=("ibv_${prog}_pingpong" -d rxe0 -g "$gidx" -p "$port"
 		    -s "$size" -n "$ITERS" "${fl[@]}")
-	if ! serve "$name.srv" "$port" "${srv[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}"; then
-		reap "$BG_PID"
-		fail "$desc: the server did not start listening on TCP $port"
-		show "$name.srv"
-		[ "$PCAP" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a scmd=("${srv[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}")
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a ccmd=("${cli[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host")
+	if ! run_pair "$name" "$desc" "$port" scmd ccmd; then
+		[ "$PCAP" -eq 0 ] || pcap_abort
 		return
 	fi
-	local spid=$BG_PID
-	capture "$name.cli" "${cli[@]}" "${genv[@]}" URXE_LOG=debug "$LIB" "${args[@]}" "$host"
-	local crc=$RC
-	reap "$spid"
-	local src=$RC
-	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
-		pass "$desc: server and client exit 0"
-	else
-		fail "$desc: server exit $src, client exit $crc"
-		show "$name.srv" "$src"
-		show "$name.cli" "$crc"
-	fi
-	# -c: the server checks every page it received.
-	if ! grep -qi 'invalid data' "$(out "$name.srv")" "$(err "$name.srv")"; then
-		pass "$desc: the server's data check finds no invalid data"
-	else
-		fail "$desc: the server reports invalid data"
-		show "$name.srv" "$src"
-	fi
-	reports "$desc: the client" "$name.cli" "$crc" $((2 * size * ITERS)) "$ITERS"
-	reports "$desc: the server" "$name.srv" "$src" $((2 * size * ITERS)) "$ITERS"
+	pp_data_ok "$desc" "$name"
+	pp_reports "$desc: the client" "$name.cli" "$CRC" $((2 * size * ITERS)) "$ITERS"
+	pp_reports "$desc: the server" "$name.srv" "$SRC" $((2 * size * ITERS)) "$ITERS"
 	expect_match "$desc: the client's peer is the server's GID" \
 		"$name.cli" "^  remote address: .* GID $srv_gid\$"
 	expect_match "$desc: the server's peer is the client's GID" \
@@ -162,35 +133,14 @@ pt() {
 	desc="lo ($runner): $prog -c $conn -x 0 -n $ITERS${size:+ -s $size}"
 	local args=("$B/bin/urxe" run -- "$prog" -d rxe0 -x 0 -c "$conn" -F
 		    -n "$ITERS" -p "$port" "${extra[@]}")
-	if ! serve "$name.srv" "$port" "$runner" "${NOLEAK[@]}" URXE_LOG=debug \
-		"${args[@]}"; then
-		reap "$BG_PID"
-		fail "$desc: the server did not start listening on TCP $port"
-		show "$name.srv"
-		return
-	fi
-	local spid=$BG_PID
-	capture "$name.cli" "$runner" "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}" \
-		localhost
-	local crc=$RC
-	reap "$spid"
-	local src=$RC
-	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
-		pass "$desc: server and client exit 0"
-	else
-		fail "$desc: server exit $src, client exit $crc"
-		show "$name.srv" "$src"
-		show "$name.cli" "$crc"
-	fi
-	for f in "$name.srv" "$name.cli"; do
-		if grep -Eq "Failed status|Couldn't" "$(out "$f")" "$(err "$f")"; then
-			fail "$desc: ${f##*.} prints a \"Failed status\" or \"Couldn't\" line"
-			grep -Eh "Failed status|Couldn't" "$(out "$f")" "$(err "$f")" |
-				head -n 5 | sed 's/^/#     | /'
-		else
-			pass "$desc: ${f##*.} prints no \"Failed status\" / \"Couldn't\""
-		fi
-	done
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a scmd=("$runner" "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}")
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	local -a ccmd=("$runner" "${NOLEAK[@]}" URXE_LOG=debug "${args[@]}"
+		       localhost)
+	run_pair "$name" "$desc" "$port" scmd ccmd || return 0
+	local crc=$CRC
+	pt_no_errors "$desc" "$name"
 	line=$(awk '/^ *#bytes/ { getline; print; exit }' "$(out "$name.cli")")
 	read -ra n <<<"$line"
 	if [ "${#n[@]}" -ge 5 ] && [ "${n[1]}" = "$ITERS" ]; then
@@ -285,15 +235,7 @@ if [ "$ROOT" -eq 0 ] || ! command -v ip >/dev/null; then
 	note "SKIP the namespace part: network namespaces need root and ip"
 	finish
 fi
-ns_add A a
-ns_add NB b
-ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-ip -n "$A" addr add 198.18.0.1/24 dev vethA
-ip -n "$A" addr add 2001:db8::1/64 dev vethA nodad
-ip -n "$NB" addr add 198.18.0.2/24 dev vethB
-ip -n "$NB" addr add 2001:db8::2/64 dev vethB nodad
-ip -n "$A" link set vethA up
-ip -n "$NB" link set vethB up
+veth_pair 198.18.0 v6
 # So that the IPv6 frames tcpdump records carry their real UDP checksums.
 tx_csum_off "$A" vethA
 tx_csum_off "$NB" vethB

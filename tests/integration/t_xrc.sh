@@ -71,11 +71,9 @@ xp() {
 	[ "$cap" -eq 0 ] || pcap_start "$name" "$iface" "$pns"
 	local args=(ibv_xsrq_pingpong -d rxe0 -g "$gidx" -p "$port" -s "$size"
 		    -n "$n" "${fl[@]}")
-	if ! serve "$name.srv" "$port" "${srv[@]}" "${genv[@]}" "$LIB" "${args[@]}" -c "$nc"; then
-		reap "$BG_PID"
-		fail "$desc: the server did not start listening on TCP $port"
-		show "$name.srv"
-		[ "$cap" -eq 0 ] || { kill -INT "$PCAP_PID"; reap "$PCAP_PID"; }
+	if ! start_server "$name.srv" "$desc" "$port" "${srv[@]}" "${genv[@]}" "$LIB" \
+		"${args[@]}" -c "$nc"; then
+		[ "$cap" -eq 0 ] || pcap_abort
 		return
 	fi
 	local spid=$BG_PID
@@ -140,23 +138,12 @@ for prog in ib_send_bw ib_write_bw; do
 	name="pt_$prog"
 	desc="lo: $prog -c XRC -s 65536 -n 200"
 	args=("$B/bin/urxe" run -- "$prog" -d rxe0 -x 0 -F -c XRC -s 65536 -n 200 -p "$port")
-	if ! serve "$name.srv" "$port" as_user "${NOLEAK[@]}" "${args[@]}"; then
-		reap "$BG_PID"
-		fail "$desc: the server did not start listening on TCP $port"
-		show "$name.srv"
-		continue
-	fi
-	spid=$BG_PID
-	capture "$name.cli" as_user "${NOLEAK[@]}" "${args[@]}" localhost
-	crc=$RC
-	reap "$spid"
-	if [ "$RC" -eq 0 ] && [ "$crc" -eq 0 ]; then
-		pass "$desc: server and client exit 0"
-	else
-		fail "$desc: server exit $RC, client exit $crc"
-		show "$name.srv" "$RC"
-		show "$name.cli" "$crc"
-	fi
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	scmd=(as_user "${NOLEAK[@]}" "${args[@]}")
+	# shellcheck disable=SC2034 # run_pair reads it by name
+	ccmd=(as_user "${NOLEAK[@]}" "${args[@]}" localhost)
+	run_pair "$name" "$desc" "$port" scmd ccmd || continue
+	crc=$CRC
 	line=$(awk '/^ *#bytes/ { getline; print; exit }' "$(out "$name.cli")")
 	read -ra f <<<"$line"
 	if [ "${#f[@]}" -ge 5 ] && [ "${f[1]}" = 200 ] &&
@@ -233,13 +220,7 @@ if [ "$ROOT" -eq 0 ] || ! command -v ip >/dev/null; then
 	note "SKIP the namespace part: network namespaces need root and ip"
 	finish
 fi
-ns_add A a
-ns_add NB b
-ip -n "$A" link add vethA type veth peer name vethB netns "$NB"
-ip -n "$A" addr add 198.18.0.1/24 dev vethA
-ip -n "$NB" addr add 198.18.0.2/24 dev vethB
-ip -n "$A" link set vethA up
-ip -n "$NB" link set vethB up
+veth_pair 198.18.0
 assert_lib_loaded "$A"
 
 xp ns4 1 4096 20 ""

@@ -288,9 +288,8 @@ END_TEST
 static Suite *addrinfo_suite(void)
 {
 	Suite *s = suite_create("addrinfo");
-	TCase *tc = tcase_create("rules");
+	TCase *tc = tu_tcase(s, "rules", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_loop_test(tc, lookup, 0,
 			    (int)(sizeof(lookups) / sizeof(lookups[0])));
@@ -300,7 +299,6 @@ static Suite *addrinfo_suite(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, no_device);
 	tcase_add_test(tc, free_chain);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

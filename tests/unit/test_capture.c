@@ -226,13 +226,12 @@ END_TEST
 static Suite *capture_suite(void)
 {
 	Suite *s = suite_create("capture");
-	TCase *tc = tcase_create("capture");
+	TCase *tc = tu_tcase(s, "capture", NULL, NULL);
 
 	tcase_add_test(tc, pcapng_blocks);
 	tcase_add_test(tc, libpcap_reads_it);
 	tcase_add_test(tc, open_fails);
 	tcase_add_test(tc, private_file);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -556,8 +556,7 @@ static Suite *config_suite(void)
 	Suite *s = suite_create("config");
 	TCase *tc;
 
-	tc = tcase_create("parse");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "parse", setup, teardown);
 	tcase_add_loop_test(tc, parse_line_table, 0,
 			    (int)URXE_ARRAY_SIZE(line_cases));
 	tcase_add_test(tc, parse_line_lengths);
@@ -566,10 +565,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, parse_bad_entry_skipped);
 	tcase_add_test(tc, parse_duplicates_first_kept);
 	tcase_add_test(tc, parse_device_limit);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("load");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "load", setup, teardown);
 	tcase_add_test(tc, load_builtin_default);
 	tcase_add_test(tc, load_xdg_file);
 	tcase_add_test(tc, load_home_file);
@@ -577,16 +574,13 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, load_urxe_devices_beats_all);
 	tcase_add_test(tc, load_existing_layer_shadows);
 	tcase_add_test(tc, load_rundir);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("file");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "file", setup, teardown);
 	tcase_add_test(tc, write_load_round_trip);
 	tcase_add_test(tc, load_file_missing);
 	tcase_add_test(tc, load_all_invalid_no_devices);
 	tcase_add_test(tc, edit_keeps_the_rest);
 	tcase_add_test(tc, edit_path_layers);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -511,9 +511,8 @@ END_TEST
 static Suite *counters_suite(void)
 {
 	Suite *s = suite_create("counters");
-	TCase *tc = tcase_create("counters");
+	TCase *tc = tu_tcase(s, "counters", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, layout);
 	tcase_add_test(tc, absent);
@@ -524,7 +523,6 @@ static Suite *counters_suite(void)
 	tcase_add_test(tc, engine_counters_and_states);
 	tcase_add_test(tc, engine_publishes_per_qp);
 	tcase_add_test(tc, engine_without_record);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -1353,9 +1353,8 @@ END_TEST
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
-	TCase *tc = tcase_create("rc");
+	TCase *tc = tu_tcase(s, "rc", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, rc_send_sizes, 0,
 			    sizeof(sizes) / sizeof(sizes[0]));
 	tcase_add_test(tc, rc_write_imm_read_atomics);
@@ -1378,30 +1377,24 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, rc_budget_shared);
 	tcase_add_test(tc, rc_budget_atomic_behind_send);
 	tcase_add_test(tc, rc_never_waits_for_room);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("srq");
-	tcase_add_checked_fixture(tc, srq_setup, srq_teardown);
+	tc = tu_tcase(s, "srq", srq_setup, srq_teardown);
 	tcase_add_test(tc, srq_send_loss_and_limit);
 	tcase_add_test(tc, srq_write_imm_rnr);
 	tcase_add_test(tc, srq_flush_held);
 	tcase_add_test(tc, srq_resize);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("uc");
-	tcase_add_checked_fixture(tc, uc_setup, uc_teardown);
+	tc = tu_tcase(s, "uc", uc_setup, uc_teardown);
 	tcase_add_test(tc, uc_send_write_imm);
 	tcase_add_test(tc, uc_remote_access_drops);
 	tcase_add_loop_test(tc, uc_loss_drops_one_message, 0, 3);
 	tcase_add_test(tc, uc_write_imm_loss);
 	tcase_add_test(tc, uc_flow_waits_for_room);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("verdicts");
+	tc = tu_tcase(s, "verdicts", NULL, NULL);
 	tcase_add_loop_test(tc, verdict_table, 0,
 			    sizeof(verdict_cases) / sizeof(verdict_cases[0]));
 	tcase_add_test(tc, verdict_names_and_words);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

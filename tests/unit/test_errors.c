@@ -52,31 +52,30 @@
 #include <urxe/wire.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 #define BUFSZ (64 * 1024)
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define WAIT_MS 2000
 
 struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *scq, *rcq;
+	struct vu_side v;		/* v.mr: every right */
 	struct ibv_qp *qp;
-	struct ibv_mr *mr;		/* every right */
 	struct ibv_mr *mr2;		/* a per-test MR, if any */
-	uint8_t *buf;
 };
 
+/* How a test's RC QPs are connected, and their queue depths. */
 struct qp_opts {
-	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
-	unsigned int access;		/* B's QP access flags */
+	struct vu_qp_opts c;		/* c.access: B's QP access flags */
 	uint32_t swr, rwr;		/* queue depths */
 };
 
 static const struct qp_opts DEF_OPTS = {
-	.timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
-	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-		  IBV_ACCESS_REMOTE_ATOMIC,
+	.c = { .mtu = IBV_MTU_4096, .psn = 0x123, .hop_limit = 64,
+	       .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC,
+	       .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+	       .min_rnr_timer = 1, .rd_atomic = 4 },
 	.swr = 16, .rwr = 16,
 };
 
@@ -86,36 +85,12 @@ static union ibv_gid gid;
 
 /* ---- fixture ---- */
 
-static struct ibv_context *open_rxe0(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
-	int i;
-
-	ck_assert_ptr_nonnull(list);
-	for (i = 0; list[i] && !c; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "rxe0"))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	ck_assert_msg(c != NULL, "cannot open rxe0: %s", strerror(errno));
-	return c;
-}
-
 static void side_init(struct side *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->ctx = open_rxe0();
-	s->pd = ibv_alloc_pd(s->ctx);
-	ck_assert_ptr_nonnull(s->pd);
-	s->scq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	s->rcq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	ck_assert(s->scq && s->rcq);
-	ck_assert_int_eq(posix_memalign((void **)&s->buf, 4096, BUFSZ), 0);
-	memset(s->buf, 0, BUFSZ);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUFSZ, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			   IBV_ACCESS_REMOTE_ATOMIC);
-	ck_assert_ptr_nonnull(s->mr);
+	vu_side_open(&s->v, 64, BUFSZ, IBV_ACCESS_LOCAL_WRITE |
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		     IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 static void side_fini(struct side *s)
@@ -124,17 +99,7 @@ static void side_fini(struct side *s)
 		ck_assert_int_eq(ibv_destroy_qp(s->qp), 0);
 	if (s->mr2)
 		ck_assert_int_eq(ibv_dereg_mr(s->mr2), 0);
-	if (s->mr)
-		ck_assert_int_eq(ibv_dereg_mr(s->mr), 0);
-	if (s->scq)
-		ck_assert_int_eq(ibv_destroy_cq(s->scq), 0);
-	if (s->rcq)
-		ck_assert_int_eq(ibv_destroy_cq(s->rcq), 0);
-	if (s->pd)
-		ck_assert_int_eq(ibv_dealloc_pd(s->pd), 0);
-	if (s->ctx)
-		ck_assert_int_eq(ibv_close_device(s->ctx), 0);
-	free(s->buf);
+	vu_side_close(&s->v);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -144,7 +109,7 @@ static void setup(void)
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
 	side_init(&A);
 	side_init(&B);
-	ck_assert_int_eq(ibv_query_gid(A.ctx, 1, 0, &gid), 0);
+	ck_assert_int_eq(ibv_query_gid(A.v.ctx, 1, 0, &gid), 0);
 }
 
 static void teardown(void)
@@ -159,53 +124,14 @@ static void teardown(void)
 static void qp_create(struct side *s, const struct qp_opts *o)
 {
 	struct ibv_qp_init_attr ia = {
-		.send_cq = s->scq, .recv_cq = s->rcq, .qp_type = IBV_QPT_RC,
+		.send_cq = s->v.scq, .recv_cq = s->v.rcq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = o->swr, .max_recv_wr = o->rwr,
 			 .max_send_sge = 2, .max_recv_sge = 2,
 			 .max_inline_data = 64 },
 	};
 
-	s->qp = ibv_create_qp(s->pd, &ia);
+	s->qp = ibv_create_qp(s->v.pd, &ia);
 	ck_assert_msg(s->qp != NULL, "ibv_create_qp: %s", strerror(errno));
-}
-
-static void qp_init(struct side *s, unsigned int access)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = access };
-
-	ck_assert_int_eq(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-}
-
-static void qp_rtr(struct side *s, uint32_t dqpn, const struct qp_opts *o)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096,
-		.dest_qp_num = dqpn, .rq_psn = 0x123, .max_dest_rd_atomic = 4,
-		.min_rnr_timer = o->min_rnr_timer,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = gid, .sgid_index = 0,
-				      .hop_limit = 64 } },
-	};
-
-	ck_assert_int_eq(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				       IBV_QP_MIN_RNR_TIMER), 0);
-}
-
-static void qp_rts(struct side *s, const struct qp_opts *o)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTS, .timeout = o->timeout,
-		.retry_cnt = o->retry_cnt, .rnr_retry = o->rnr_retry,
-		.sq_psn = 0x123, .max_rd_atomic = 4,
-	};
-
-	ck_assert_int_eq(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
 }
 
 /* A and B connected to each other: A with @oa, B with @ob. */
@@ -213,21 +139,7 @@ static void pair(const struct qp_opts *oa, const struct qp_opts *ob)
 {
 	qp_create(&A, oa);
 	qp_create(&B, ob);
-	qp_init(&A, oa->access);
-	qp_init(&B, ob->access);
-	qp_rtr(&A, B.qp->qp_num, oa);
-	qp_rtr(&B, A.qp->qp_num, ob);
-	qp_rts(&A, oa);
-	qp_rts(&B, ob);
-}
-
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	ck_assert_int_eq(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
-	return a.qp_state;
+	vu_connect_pair(A.qp, B.qp, &gid, &oa->c, &ob->c);
 }
 
 /* ---- posting ---- */
@@ -267,8 +179,8 @@ static int post(struct side *s, const struct op *op)
 /* A's SEND of @len bytes from A's buffer (+ @off). */
 static void send_from_a(uint64_t wr_id, uint32_t off, uint32_t len)
 {
-	struct op op = { IBV_WR_SEND, wr_id, (uintptr_t)A.buf + off, len,
-			 A.mr->lkey, 0, 0, 0, 0 };
+	struct op op = { IBV_WR_SEND, wr_id, (uintptr_t)A.v.buf + off, len,
+			 A.v.mr->lkey, 0, 0, 0, 0 };
 
 	ck_assert_int_eq(post(&A, &op), 0);
 }
@@ -276,8 +188,8 @@ static void send_from_a(uint64_t wr_id, uint32_t off, uint32_t len)
 /* A's WRITE of @len bytes into B's buffer at @off (a valid one). */
 static void write_to_b(uint64_t wr_id, uint32_t off, uint32_t len)
 {
-	struct op op = { IBV_WR_RDMA_WRITE, wr_id, (uintptr_t)A.buf, len,
-			 A.mr->lkey, (uintptr_t)B.buf + off, B.mr->rkey, 0, 0 };
+	struct op op = { IBV_WR_RDMA_WRITE, wr_id, (uintptr_t)A.v.buf, len,
+			 A.v.mr->lkey, (uintptr_t)B.v.buf + off, B.v.mr->rkey, 0, 0 };
 
 	ck_assert_int_eq(post(&A, &op), 0);
 }
@@ -294,14 +206,6 @@ static void post_recv(struct side *s, uint64_t wr_id, uint64_t addr,
 
 /* ---- completions and events ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -310,27 +214,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Polls @cq (which runs the engine) for up to @ms; true with a completion. */
-static bool wait_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		ck_assert_int_ge(n, 0);
-		if (n)
-			return true;
-	} while (now_ms() < end);
-	return false;
-}
-
 static void expect_wc(struct ibv_cq *cq, struct ibv_qp *qp, uint64_t wr_id,
 		      enum ibv_wc_status status, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(wait_wc(cq, WAIT_MS, &wc), "%s: no completion for wr_id %llu (want %s)",
+	ck_assert_msg(vu_wait_wc(cq, WAIT_MS, &wc), "%s: no completion for wr_id %llu (want %s)",
 		      what, (unsigned long long)wr_id, ibv_wc_status_str(status));
 	ck_assert_msg(wc.wr_id == wr_id && wc.status == status,
 		      "%s: completion wr_id %llu %s, want wr_id %llu %s", what,
@@ -343,7 +232,7 @@ static void expect_no_wc(struct ibv_cq *cq, int ms, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(!wait_wc(cq, ms, &wc), "%s: unexpected completion wr_id %llu %s",
+	ck_assert_msg(!vu_wait_wc(cq, ms, &wc), "%s: unexpected completion wr_id %llu %s",
 		      what, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 }
 
@@ -370,7 +259,7 @@ static void expect_qp_event(struct side *s, enum ibv_event_type type)
 {
 	struct ibv_async_event ev;
 
-	ck_assert_msg(next_async(s->ctx, WAIT_MS, &ev), "no async event (want %s)",
+	ck_assert_msg(next_async(s->v.ctx, WAIT_MS, &ev), "no async event (want %s)",
 		      ibv_event_type_str(type));
 	ck_assert_msg(ev.event_type == type, "async event %s, want %s",
 		      ibv_event_type_str(ev.event_type), ibv_event_type_str(type));
@@ -381,7 +270,7 @@ static void expect_no_event(struct side *s, int ms, const char *who)
 {
 	struct ibv_async_event ev;
 
-	ck_assert_msg(!next_async(s->ctx, ms, &ev), "%s: unexpected async event %s",
+	ck_assert_msg(!next_async(s->v.ctx, ms, &ev), "%s: unexpected async event %s",
 		      who, ibv_event_type_str(ev.event_type));
 }
 
@@ -391,12 +280,12 @@ static void transfer_works(void)
 	uint32_t i;
 
 	for (i = 0; i < 3000; i++)
-		A.buf[i] = (uint8_t)(i * 7 + 1);
-	post_recv(&B, 0x900, (uintptr_t)B.buf + 8192, 4096, B.mr->lkey);
+		A.v.buf[i] = (uint8_t)(i * 7 + 1);
+	post_recv(&B, 0x900, (uintptr_t)B.v.buf + 8192, 4096, B.v.mr->lkey);
 	send_from_a(0x901, 0, 3000);
-	expect_wc(A.scq, A.qp, 0x901, IBV_WC_SUCCESS, "SEND after");
-	expect_wc(B.rcq, B.qp, 0x900, IBV_WC_SUCCESS, "receive after");
-	ck_assert_mem_eq(B.buf + 8192, A.buf, 3000);
+	expect_wc(A.v.scq, A.qp, 0x901, IBV_WC_SUCCESS, "SEND after");
+	expect_wc(B.v.rcq, B.qp, 0x900, IBV_WC_SUCCESS, "receive after");
+	ck_assert_mem_eq(B.v.buf + 8192, A.v.buf, 3000);
 }
 
 /* ---- remote access violations: table-driven ---- */
@@ -478,36 +367,36 @@ START_TEST(remote_access)
 	unsigned int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	struct op op = { .opcode = c->opcode, .wr_id = 1,
-			 .laddr = (uintptr_t)A.buf, .lkey = A.mr->lkey,
-			 .raddr = (uintptr_t)B.buf, .rkey = B.mr->rkey,
+			 .laddr = (uintptr_t)A.v.buf, .lkey = A.v.mr->lkey,
+			 .raddr = (uintptr_t)B.v.buf, .rkey = B.v.mr->rkey,
 			 .len = is_atomic(c->opcode) ? 8 : 1000, .add_cmp = 1 };
 	uint8_t *before = malloc(BUFSZ);
 	uint32_t k;
 
 	ck_assert_ptr_nonnull(before);
 	for (k = 0; k < BUFSZ; k++)
-		B.buf[k] = (uint8_t)(k * 13 + 5);
-	memcpy(before, B.buf, BUFSZ);
+		B.v.buf[k] = (uint8_t)(k * 13 + 5);
+	memcpy(before, B.v.buf, BUFSZ);
 	switch (c->target) {
 	case T_BAD_RKEY:
-		op.rkey = B.mr->rkey ^ 0x5a5a00;
+		op.rkey = B.v.mr->rkey ^ 0x5a5a00;
 		break;
 	case T_OOB:
-		op.raddr = (uintptr_t)B.buf + BUFSZ - (is_atomic(c->opcode) ? 0 : 500);
+		op.raddr = (uintptr_t)B.v.buf + BUFSZ - (is_atomic(c->opcode) ? 0 : 500);
 		break;
 	case T_OOB_MULTI:
-		B.mr2 = ibv_reg_mr(B.pd, B.buf, 8192, all);
+		B.mr2 = ibv_reg_mr(B.v.pd, B.v.buf, 8192, all);
 		ck_assert_ptr_nonnull(B.mr2);
 		op.rkey = B.mr2->rkey;
 		op.len = 3 * 4096;
 		break;
 	case T_MR_RIGHT:
-		B.mr2 = ibv_reg_mr(B.pd, B.buf, BUFSZ, all & ~right_of(c->opcode));
+		B.mr2 = ibv_reg_mr(B.v.pd, B.v.buf, BUFSZ, all & ~right_of(c->opcode));
 		ck_assert_ptr_nonnull(B.mr2);
 		op.rkey = B.mr2->rkey;
 		break;
 	case T_QP_RIGHT:
-		ob.access &= ~right_of(c->opcode);
+		ob.c.access &= ~right_of(c->opcode);
 		break;
 	case T_MISALIGNED:
 		op.raddr += 4;
@@ -515,23 +404,23 @@ START_TEST(remote_access)
 	}
 	pair(&DEF_OPTS, &ob);
 	/* B has a receive waiting: it must be flushed, not consumed. */
-	post_recv(&B, 0xb0, (uintptr_t)B.buf + 32768, 4096, B.mr->lkey);
+	post_recv(&B, 0xb0, (uintptr_t)B.v.buf + 32768, 4096, B.v.mr->lkey);
 	ck_assert_int_eq(post(&A, &op), 0);
 	write_to_b(2, 16384, 100);
 	send_from_a(3, 0, 100);
 
-	expect_wc(A.scq, A.qp, 1, c->want, c->name);
-	expect_wc(A.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, c->name);
-	expect_wc(A.scq, A.qp, 3, IBV_WC_WR_FLUSH_ERR, c->name);
-	expect_wc(B.rcq, B.qp, 0xb0, IBV_WC_WR_FLUSH_ERR, c->name);
+	expect_wc(A.v.scq, A.qp, 1, c->want, c->name);
+	expect_wc(A.v.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, c->name);
+	expect_wc(A.v.scq, A.qp, 3, IBV_WC_WR_FLUSH_ERR, c->name);
+	expect_wc(B.v.rcq, B.qp, 0xb0, IBV_WC_WR_FLUSH_ERR, c->name);
 	expect_qp_event(&B, c->event);
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_ERR);
-	ck_assert_int_eq(qp_state(B.qp), IBV_QPS_ERR);
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_ERR);
+	ck_assert_int_eq(vu_qp_state(B.qp), IBV_QPS_ERR);
 	expect_no_event(&A, 100, "requester");
 	expect_no_event(&B, 0, "responder");
-	expect_no_wc(A.rcq, 0, "A's receive CQ");
-	expect_no_wc(B.scq, 0, "B's send CQ");
-	ck_assert_msg(!memcmp(before, B.buf, BUFSZ), "%s: the target changed", c->name);
+	expect_no_wc(A.v.rcq, 0, "A's receive CQ");
+	expect_no_wc(B.v.scq, 0, "B's send CQ");
+	ck_assert_msg(!memcmp(before, B.v.buf, BUFSZ), "%s: the target changed", c->name);
 	free(before);
 }
 END_TEST
@@ -544,19 +433,19 @@ static void send_fails(uint32_t rlen, uint32_t rlkey, uint32_t slen,
 	struct ibv_async_event ev;
 
 	pair(&DEF_OPTS, &DEF_OPTS);
-	post_recv(&B, 0xb1, (uintptr_t)B.buf, rlen, rlkey);
-	post_recv(&B, 0xb2, (uintptr_t)B.buf + 32768, 4096, B.mr->lkey);
+	post_recv(&B, 0xb1, (uintptr_t)B.v.buf, rlen, rlkey);
+	post_recv(&B, 0xb2, (uintptr_t)B.v.buf + 32768, 4096, B.v.mr->lkey);
 	send_from_a(1, 0, slen);
 	send_from_a(2, 0, 10);
-	expect_wc(A.scq, A.qp, 1, sender, "SEND");
-	expect_wc(A.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, "SEND behind");
-	expect_wc(B.rcq, B.qp, 0xb1, receiver, "receive");
-	expect_wc(B.rcq, B.qp, 0xb2, IBV_WC_WR_FLUSH_ERR, "receive behind");
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_ERR);
-	ck_assert_int_eq(qp_state(B.qp), IBV_QPS_ERR);
+	expect_wc(A.v.scq, A.qp, 1, sender, "SEND");
+	expect_wc(A.v.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, "SEND behind");
+	expect_wc(B.v.rcq, B.qp, 0xb1, receiver, "receive");
+	expect_wc(B.v.rcq, B.qp, 0xb2, IBV_WC_WR_FLUSH_ERR, "receive behind");
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_ERR);
+	ck_assert_int_eq(vu_qp_state(B.qp), IBV_QPS_ERR);
 	expect_no_event(&A, 100, "requester");
 	/* The receiver's error is in its completion; an event may follow. */
-	if (next_async(B.ctx, 100, &ev)) {
+	if (next_async(B.v.ctx, 100, &ev)) {
 		ck_assert_ptr_eq(ev.element.qp, B.qp);
 		printf("note: %s at the receiver also raised %s\n",
 		       ibv_wc_status_str(receiver), ibv_event_type_str(ev.event_type));
@@ -565,14 +454,14 @@ static void send_fails(uint32_t rlen, uint32_t rlkey, uint32_t slen,
 
 START_TEST(send_bad_recv_lkey)
 {
-	send_fails(4096, B.mr->lkey ^ 0x3c00, 100, IBV_WC_REM_OP_ERR,
+	send_fails(4096, B.v.mr->lkey ^ 0x3c00, 100, IBV_WC_REM_OP_ERR,
 		   IBV_WC_LOC_PROT_ERR);
 }
 END_TEST
 
 START_TEST(recv_too_short)
 {
-	send_fails(64, B.mr->lkey, 100, IBV_WC_REM_INV_REQ_ERR,
+	send_fails(64, B.v.mr->lkey, 100, IBV_WC_REM_INV_REQ_ERR,
 		   IBV_WC_LOC_LEN_ERR);
 }
 END_TEST
@@ -580,7 +469,7 @@ END_TEST
 START_TEST(recv_too_short_multi)
 {
 	/* three 4 KiB packets into 5000 bytes: the second overflows */
-	send_fails(5000, B.mr->lkey, 3 * 4096, IBV_WC_REM_INV_REQ_ERR,
+	send_fails(5000, B.v.mr->lkey, 3 * 4096, IBV_WC_REM_INV_REQ_ERR,
 		   IBV_WC_LOC_LEN_ERR);
 }
 END_TEST
@@ -595,47 +484,47 @@ START_TEST(local_protection)
 		"bad lkey", "beyond the MR", "another PD's MR",
 		"READ into memory without LOCAL_WRITE",
 	};
-	struct op op = { IBV_WR_SEND, 1, (uintptr_t)A.buf, 1000, A.mr->lkey,
-			 (uintptr_t)B.buf, B.mr->rkey, 0, 0 };
+	struct op op = { IBV_WR_SEND, 1, (uintptr_t)A.v.buf, 1000, A.v.mr->lkey,
+			 (uintptr_t)B.v.buf, B.v.mr->rkey, 0, 0 };
 	struct ibv_pd *pd2 = NULL;
 	uint8_t saved[1000];
 
 	pair(&DEF_OPTS, &DEF_OPTS);
-	post_recv(&B, 0xb1, (uintptr_t)B.buf, 4096, B.mr->lkey);
+	post_recv(&B, 0xb1, (uintptr_t)B.v.buf, 4096, B.v.mr->lkey);
 	switch (_i) {
 	case L_BAD_LKEY:
 		op.lkey ^= 0x7700;
 		break;
 	case L_OOB:
-		op.laddr = (uintptr_t)A.buf + BUFSZ - 100;
+		op.laddr = (uintptr_t)A.v.buf + BUFSZ - 100;
 		break;
 	case L_OTHER_PD:
-		pd2 = ibv_alloc_pd(A.ctx);
+		pd2 = ibv_alloc_pd(A.v.ctx);
 		ck_assert_ptr_nonnull(pd2);
-		A.mr2 = ibv_reg_mr(pd2, A.buf, BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+		A.mr2 = ibv_reg_mr(pd2, A.v.buf, BUFSZ, IBV_ACCESS_LOCAL_WRITE);
 		ck_assert_ptr_nonnull(A.mr2);
 		op.lkey = A.mr2->lkey;
 		break;
 	case L_READ_NO_LOCAL_WRITE:
-		A.mr2 = ibv_reg_mr(A.pd, A.buf, BUFSZ, IBV_ACCESS_REMOTE_READ);
+		A.mr2 = ibv_reg_mr(A.v.pd, A.v.buf, BUFSZ, IBV_ACCESS_REMOTE_READ);
 		ck_assert_ptr_nonnull(A.mr2);
 		op.opcode = IBV_WR_RDMA_READ;
 		op.lkey = A.mr2->lkey;
-		memset(B.buf, 0xee, 1000);
-		memcpy(saved, A.buf, sizeof(saved));
+		memset(B.v.buf, 0xee, 1000);
+		memcpy(saved, A.v.buf, sizeof(saved));
 		break;
 	}
 	ck_assert_int_eq(post(&A, &op), 0);
 	/* (behind a READ it may reach B before the answer fails here) */
 	write_to_b(2, 16384, 10);
-	expect_wc(A.scq, A.qp, 1, IBV_WC_LOC_PROT_ERR, names[_i]);
-	expect_wc(A.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, names[_i]);
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_ERR);
+	expect_wc(A.v.scq, A.qp, 1, IBV_WC_LOC_PROT_ERR, names[_i]);
+	expect_wc(A.v.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, names[_i]);
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_ERR);
 	if (_i == L_READ_NO_LOCAL_WRITE)
-		ck_assert_mem_eq(A.buf, saved, sizeof(saved));
+		ck_assert_mem_eq(A.v.buf, saved, sizeof(saved));
 	/* The peer saw nothing it must act on. */
-	ck_assert_int_eq(qp_state(B.qp), IBV_QPS_RTS);
-	expect_no_wc(B.rcq, 100, names[_i]);
+	ck_assert_int_eq(vu_qp_state(B.qp), IBV_QPS_RTS);
+	expect_no_wc(B.v.rcq, 100, names[_i]);
 	expect_no_event(&B, 0, "peer");
 	if (A.mr2) {
 		ck_assert_int_eq(ibv_destroy_qp(A.qp), 0);
@@ -653,13 +542,13 @@ END_TEST
 /* A -> B with B left in INIT: B ignores everything, nothing completes. */
 static void pair_stuck(struct qp_opts *oa)
 {
-	oa->timeout = 0;	/* no transport timer: no retry_cnt to run out */
+	oa->c.timeout = 0;	/* no transport timer: no retry_cnt to run out */
 	qp_create(&A, oa);
 	qp_create(&B, &DEF_OPTS);
-	qp_init(&A, oa->access);
-	qp_init(&B, DEF_OPTS.access);
-	qp_rtr(&A, B.qp->qp_num, oa);
-	qp_rts(&A, oa);
+	vu_to_init(A.qp, &oa->c);
+	vu_to_init(B.qp, &DEF_OPTS.c);
+	vu_to_rtr(A.qp, B.qp->qp_num, &gid, &oa->c);
+	vu_to_rts(A.qp, &oa->c);
 }
 
 START_TEST(error_flushes_everything)
@@ -670,25 +559,25 @@ START_TEST(error_flushes_everything)
 
 	pair_stuck(&oa);
 	for (k = 0; k < 5; k++) {
-		post_recv(&A, 100 + k, (uintptr_t)A.buf + 4096 * k, 4096, A.mr->lkey);
+		post_recv(&A, 100 + k, (uintptr_t)A.v.buf + 4096 * k, 4096, A.v.mr->lkey);
 		if (k == 2)
 			write_to_b(k, 0, 8192);
 		else
 			send_from_a(k, 0, 100 + (uint32_t)k);
 	}
-	expect_no_wc(A.scq, 200, "stuck sends");
+	expect_no_wc(A.v.scq, 200, "stuck sends");
 	ck_assert_int_eq(ibv_modify_qp(A.qp, &a, IBV_QP_STATE), 0);
 	for (k = 0; k < 5; k++)
-		expect_wc(A.scq, A.qp, k, IBV_WC_WR_FLUSH_ERR, "send flushed");
+		expect_wc(A.v.scq, A.qp, k, IBV_WC_WR_FLUSH_ERR, "send flushed");
 	for (k = 0; k < 5; k++)
-		expect_wc(A.rcq, A.qp, 100 + k, IBV_WC_WR_FLUSH_ERR, "receive flushed");
+		expect_wc(A.v.rcq, A.qp, 100 + k, IBV_WC_WR_FLUSH_ERR, "receive flushed");
 	/* Posting in ERR is allowed and completes in error at once. */
 	send_from_a(7, 0, 10);
-	post_recv(&A, 107, (uintptr_t)A.buf, 4096, A.mr->lkey);
-	expect_wc(A.scq, A.qp, 7, IBV_WC_WR_FLUSH_ERR, "send posted in ERR");
-	expect_wc(A.rcq, A.qp, 107, IBV_WC_WR_FLUSH_ERR, "receive posted in ERR");
-	expect_no_wc(A.scq, 50, "nothing else");
-	expect_no_wc(A.rcq, 0, "nothing else");
+	post_recv(&A, 107, (uintptr_t)A.v.buf, 4096, A.v.mr->lkey);
+	expect_wc(A.v.scq, A.qp, 7, IBV_WC_WR_FLUSH_ERR, "send posted in ERR");
+	expect_wc(A.v.rcq, A.qp, 107, IBV_WC_WR_FLUSH_ERR, "receive posted in ERR");
+	expect_no_wc(A.v.scq, 50, "nothing else");
+	expect_no_wc(A.v.rcq, 0, "nothing else");
 	/* The application moved it: no event. */
 	expect_no_event(&A, 100, "A");
 }
@@ -703,14 +592,14 @@ START_TEST(cq_overrun_event)
 	struct ibv_cq *small;
 	uint64_t k;
 
-	small = ibv_create_cq(A.ctx, 2, NULL, NULL, 0);
+	small = ibv_create_cq(A.v.ctx, 2, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(small);
-	ck_assert_int_eq(ibv_destroy_cq(A.scq), 0);
-	A.scq = small;
+	ck_assert_int_eq(ibv_destroy_cq(A.v.scq), 0);
+	A.v.scq = small;
 	pair(&o, &DEF_OPTS);
 	for (k = 0; k < (uint64_t)small->cqe + 3; k++)
 		write_to_b(k, 0, 64);
-	ck_assert_msg(next_async(A.ctx, WAIT_MS, &ev), "no IBV_EVENT_CQ_ERR");
+	ck_assert_msg(next_async(A.v.ctx, WAIT_MS, &ev), "no IBV_EVENT_CQ_ERR");
 	ck_assert_int_eq(ev.event_type, IBV_EVENT_CQ_ERR);
 	ck_assert_ptr_eq(ev.element.cq, small);
 }
@@ -721,7 +610,7 @@ END_TEST
 START_TEST(post_by_state)
 {
 	struct qp_opts o = DEF_OPTS;
-	struct ibv_sge sge = { (uintptr_t)A.buf, 8, A.mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)A.v.buf, 8, A.v.mr->lkey };
 	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
 				   .opcode = IBV_WR_SEND }, *sbad;
 	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 },
@@ -735,12 +624,12 @@ START_TEST(post_by_state)
 	rbad = NULL;
 	ck_assert_int_eq(ibv_post_recv(A.qp, &rwr, &rbad), EINVAL);
 	ck_assert_ptr_eq(rbad, &rwr);
-	qp_init(&A, o.access);
+	vu_to_init(A.qp, &o.c);
 	sbad = NULL;
 	ck_assert_int_eq(ibv_post_send(A.qp, &swr, &sbad), EINVAL);	/* INIT */
 	ck_assert_ptr_eq(sbad, &swr);
 	ck_assert_int_eq(ibv_post_recv(A.qp, &rwr, &rbad), 0);	/* IBA 10.3.1 */
-	qp_rtr(&A, B.qp->qp_num, &o);
+	vu_to_rtr(A.qp, B.qp->qp_num, &gid, &o.c);
 	sbad = NULL;
 	ck_assert_int_eq(ibv_post_send(A.qp, &swr, &sbad), EINVAL);	/* RTR */
 	ck_assert_ptr_eq(sbad, &swr);
@@ -752,7 +641,7 @@ START_TEST(post_beyond_depth)
 	struct qp_opts o = DEF_OPTS;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr ia;
-	struct ibv_sge sge = { (uintptr_t)A.buf, 8, A.mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)A.v.buf, 8, A.v.mr->lkey };
 	struct ibv_send_wr swr[40], *sbad;
 	struct ibv_recv_wr rwr[40], *rbad;
 	uint32_t k, sdepth, rdepth;
@@ -786,7 +675,7 @@ START_TEST(post_beyond_depth)
 	rwr[0].next = NULL;
 	ck_assert_int_eq(ibv_post_send(A.qp, swr, &sbad), ENOMEM);
 	ck_assert_int_eq(ibv_post_recv(A.qp, rwr, &rbad), ENOMEM);
-	expect_no_wc(A.scq, 100, "stuck");
+	expect_no_wc(A.v.scq, 100, "stuck");
 }
 END_TEST
 
@@ -796,28 +685,28 @@ START_TEST(rnr_exhausted)
 {
 	struct qp_opts oa = DEF_OPTS;
 	enum ibv_wr_opcode ops[] = { IBV_WR_SEND, IBV_WR_RDMA_WRITE_WITH_IMM };
-	struct op op = { ops[_i % 2], 1, (uintptr_t)A.buf, 2000, A.mr->lkey,
-			 (uintptr_t)B.buf, B.mr->rkey, 0, 0 };
+	struct op op = { ops[_i % 2], 1, (uintptr_t)A.v.buf, 2000, A.v.mr->lkey,
+			 (uintptr_t)B.v.buf, B.v.mr->rkey, 0, 0 };
 	double t0;
 
-	oa.rnr_retry = (uint8_t)(_i / 2);	/* 0..6 */
+	oa.c.rnr_retry = (uint8_t)(_i / 2);	/* 0..6 */
 	pair(&oa, &DEF_OPTS);			/* B: min_rnr_timer 1 (10 us) */
-	memset(B.buf, 0x11, BUFSZ);
+	memset(B.v.buf, 0x11, BUFSZ);
 	t0 = now_s();
 	ck_assert_int_eq(post(&A, &op), 0);
 	send_from_a(2, 0, 10);
-	expect_wc(A.scq, A.qp, 1, IBV_WC_RNR_RETRY_EXC_ERR, "RNR");
+	expect_wc(A.v.scq, A.qp, 1, IBV_WC_RNR_RETRY_EXC_ERR, "RNR");
 	printf("rnr_retry %u (%s): IBV_WC_RNR_RETRY_EXC_ERR after %.6f s\n",
-	       oa.rnr_retry, _i % 2 ? "WRITE_WITH_IMM" : "SEND", now_s() - t0);
-	expect_wc(A.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, "behind RNR");
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_ERR);
+	       oa.c.rnr_retry, _i % 2 ? "WRITE_WITH_IMM" : "SEND", now_s() - t0);
+	expect_wc(A.v.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, "behind RNR");
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_ERR);
 	/* The responder did nothing wrong. */
-	ck_assert_int_eq(qp_state(B.qp), IBV_QPS_RTS);
-	expect_no_wc(B.rcq, 50, "responder");
+	ck_assert_int_eq(vu_qp_state(B.qp), IBV_QPS_RTS);
+	expect_no_wc(B.v.rcq, 50, "responder");
 	expect_no_event(&A, 50, "requester");
 	expect_no_event(&B, 0, "responder");
 	if (op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-		ck_assert_msg(B.buf[0] == 0x11 && B.buf[1999] == 0x11,
+		ck_assert_msg(B.v.buf[0] == 0x11 && B.v.buf[1999] == 0x11,
 			      "a WRITE_WITH_IMM refused for RNR wrote memory");
 }
 END_TEST
@@ -828,20 +717,20 @@ START_TEST(rnr_forever)
 	struct ibv_wc wc;
 	uint32_t i;
 
-	oa.rnr_retry = 7;
-	ob.min_rnr_timer = 12;	/* 0.64 ms between tries */
+	oa.c.rnr_retry = 7;
+	ob.c.min_rnr_timer = 12;	/* 0.64 ms between tries */
 	pair(&oa, &ob);
 	for (i = 0; i < 5000; i++)
-		A.buf[i] = (uint8_t)(i ^ 0x5a);
+		A.v.buf[i] = (uint8_t)(i ^ 0x5a);
 	send_from_a(1, 0, 5000);
-	ck_assert_msg(!wait_wc(A.scq, 400, &wc),
+	ck_assert_msg(!vu_wait_wc(A.v.scq, 400, &wc),
 		      "rnr_retry 7: the SEND completed (%s) with no receive posted",
 		      ibv_wc_status_str(wc.status));
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_RTS);
-	post_recv(&B, 0xb1, (uintptr_t)B.buf, 8192, B.mr->lkey);
-	expect_wc(A.scq, A.qp, 1, IBV_WC_SUCCESS, "SEND once the receive came");
-	expect_wc(B.rcq, B.qp, 0xb1, IBV_WC_SUCCESS, "receive");
-	ck_assert_mem_eq(B.buf, A.buf, 5000);
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_RTS);
+	post_recv(&B, 0xb1, (uintptr_t)B.v.buf, 8192, B.v.mr->lkey);
+	expect_wc(A.v.scq, A.qp, 1, IBV_WC_SUCCESS, "SEND once the receive came");
+	expect_wc(B.v.rcq, B.qp, 0xb1, IBV_WC_SUCCESS, "receive");
+	ck_assert_mem_eq(B.v.buf, A.v.buf, 5000);
 }
 END_TEST
 
@@ -858,9 +747,9 @@ START_TEST(vanished_peer)
 	double budget, bound;
 	struct ibv_wc wc;
 
-	oa.timeout = vanish_cases[_i].timeout;
-	oa.retry_cnt = vanish_cases[_i].retry_cnt;
-	budget = (oa.retry_cnt + 1) * t;
+	oa.c.timeout = vanish_cases[_i].timeout;
+	oa.c.retry_cnt = vanish_cases[_i].retry_cnt;
+	budget = (oa.c.retry_cnt + 1) * t;
 	bound = 2 * budget + 1.0;
 	pair(&oa, &DEF_OPTS);
 	transfer_works();
@@ -869,11 +758,11 @@ START_TEST(vanished_peer)
 	t0 = now_s();
 	write_to_b(1, 0, 10000);
 	send_from_a(2, 0, 100);
-	ck_assert_msg(wait_wc(A.scq, (int)(bound * 1000) + 1000, &wc),
+	ck_assert_msg(vu_wait_wc(A.v.scq, (int)(bound * 1000) + 1000, &wc),
 		      "no completion within %.3f s", bound + 1);
 	dt = now_s() - t0;
 	printf("timeout %u retry_cnt %u: %s after %.6f s (budget %.6f s, bound %.6f s)\n",
-	       oa.timeout, oa.retry_cnt, ibv_wc_status_str(wc.status), dt,
+	       oa.c.timeout, oa.c.retry_cnt, ibv_wc_status_str(wc.status), dt,
 	       budget, bound);
 	ck_assert_uint_eq(wc.wr_id, 1);
 	ck_assert_int_eq(wc.status, IBV_WC_RETRY_EXC_ERR);
@@ -881,8 +770,8 @@ START_TEST(vanished_peer)
 	ck_assert_msg(dt >= budget - 0.001,
 		      "IBV_WC_RETRY_EXC_ERR after %.6f s: sooner than (retry_cnt + 1) x timeout = %.6f s",
 		      dt, budget);
-	expect_wc(A.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, "behind");
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_ERR);
+	expect_wc(A.v.scq, A.qp, 2, IBV_WC_WR_FLUSH_ERR, "behind");
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_ERR);
 	expect_no_event(&A, 50, "requester");
 }
 END_TEST
@@ -891,14 +780,14 @@ START_TEST(timeout_zero_waits_forever)
 {
 	struct qp_opts oa = DEF_OPTS;
 
-	oa.timeout = 0;
-	oa.retry_cnt = 0;
+	oa.c.timeout = 0;
+	oa.c.retry_cnt = 0;
 	pair(&oa, &DEF_OPTS);
 	ck_assert_int_eq(ibv_destroy_qp(B.qp), 0);
 	B.qp = NULL;
 	write_to_b(1, 0, 100);
-	expect_no_wc(A.scq, 2500, "timeout 0");
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_RTS);
+	expect_no_wc(A.v.scq, 2500, "timeout 0");
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_RTS);
 	/* Destroying it with the request outstanding is fine. */
 	ck_assert_int_eq(ibv_destroy_qp(A.qp), 0);
 	A.qp = NULL;
@@ -1034,12 +923,12 @@ START_TEST(malformed_frames_dropped)
 	junk_send(&j, p, sizeof(p));
 
 	/* Let the engine read them all (polling runs it). */
-	end = now_ms() + WAIT_MS;
+	end = vu_now_ms() + WAIT_MS;
 	do {
-		ck_assert_int_eq(ibv_poll_cq(A.scq, 1, &wc), 0);
+		ck_assert_int_eq(ibv_poll_cq(A.v.scq, 1, &wc), 0);
 		urxe_engine_counters(eng, after);
 	} while (after[URXE_CNT_RCVD_PKTS] - before[URXE_CNT_RCVD_PKTS] < counted &&
-		 now_ms() < end);
+		 vu_now_ms() < end);
 	usleep(20000);
 	urxe_engine_counters(eng, after);
 	printf("junk: %u frames; received %llu, dropped %llu malformed, %llu bad ICRC, %llu no QP\n",
@@ -1054,9 +943,9 @@ START_TEST(malformed_frames_dropped)
 	ck_assert_uint_ge(after[URXE_CNT_DROPPED_NO_QP] - before[URXE_CNT_DROPPED_NO_QP], 2);
 	ck_assert_uint_eq(after[URXE_CNT_SENT_PKTS], before[URXE_CNT_SENT_PKTS]);
 	close(j.fd);
-	ck_assert_int_eq(qp_state(A.qp), IBV_QPS_RTS);
-	ck_assert_int_eq(qp_state(B.qp), IBV_QPS_RTS);
-	expect_no_wc(B.rcq, 0, "junk");
+	ck_assert_int_eq(vu_qp_state(A.qp), IBV_QPS_RTS);
+	ck_assert_int_eq(vu_qp_state(B.qp), IBV_QPS_RTS);
+	expect_no_wc(B.v.rcq, 0, "junk");
 	expect_no_event(&A, 0, "A");
 	expect_no_event(&B, 0, "B");
 	transfer_works();
@@ -1088,7 +977,7 @@ START_TEST(stray_responses_ignored)
 	char failed[512] = "";
 	size_t used = 0;
 
-	oa.rnr_retry = 0;	/* one RNR NAK taken seriously would kill it */
+	oa.c.rnr_retry = 0;	/* one RNR NAK taken seriously would kill it */
 	pair(&oa, &DEF_OPTS);
 	transfer_works();	/* A's PSNs: 0x123 used, 0x124 next */
 	junk_open(&j);
@@ -1105,10 +994,10 @@ START_TEST(stray_responses_ignored)
 				  false);
 			junk_send(&j, p, n);
 		}
-		expect_no_wc(A.scq, 30, stray[k].name);
-		ck_assert_msg(!next_async(A.ctx, 0, &ev), "a stray %s raised %s",
+		expect_no_wc(A.v.scq, 30, stray[k].name);
+		ck_assert_msg(!next_async(A.v.ctx, 0, &ev), "a stray %s raised %s",
 			      stray[k].name, ibv_event_type_str(ev.event_type));
-		if (qp_state(A.qp) == IBV_QPS_RTS)
+		if (vu_qp_state(A.qp) == IBV_QPS_RTS)
 			continue;
 		/* Note it, and start over with a fresh pair. */
 		used += (size_t)snprintf(failed + used, sizeof(failed) - used,
@@ -1130,40 +1019,32 @@ static Suite *errors_suite(void)
 	Suite *s = suite_create("errors");
 	TCase *tc;
 
-	tc = tcase_create("remote");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "remote", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, remote_access, 0, NELEM(rem_cases));
 	tcase_add_test(tc, send_bad_recv_lkey);
 	tcase_add_test(tc, recv_too_short);
 	tcase_add_test(tc, recv_too_short_multi);
 	tcase_add_loop_test(tc, local_protection, 0, 4);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("queues");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "queues", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, error_flushes_everything);
 	tcase_add_test(tc, cq_overrun_event);
 	tcase_add_test(tc, post_by_state);
 	tcase_add_test(tc, post_beyond_depth);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("retries");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "retries", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, rnr_exhausted, 0, 14);
 	tcase_add_test(tc, rnr_forever);
 	tcase_add_loop_test(tc, vanished_peer, 0, NELEM(vanish_cases));
 	tcase_add_test(tc, timeout_zero_waits_forever);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("wire");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "wire", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, malformed_frames_dropped);
 	tcase_add_test(tc, stray_responses_ignored);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

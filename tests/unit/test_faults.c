@@ -213,7 +213,7 @@ END_TEST
 static Suite *faults_suite(void)
 {
 	Suite *s = suite_create("faults");
-	TCase *tc = tcase_create("faults");
+	TCase *tc = tu_tcase(s, "faults", NULL, NULL);
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, parse_keys);
@@ -223,7 +223,6 @@ static Suite *faults_suite(void)
 	tcase_add_test(tc, retransmission_fresh);
 	tcase_add_test(tc, rates);
 	tcase_add_test(tc, limit_stops);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -438,32 +438,28 @@ static Suite *gid_suite(void)
 	Suite *s = suite_create("gid");
 	TCase *tc;
 
-	tc = tcase_create("loopback");
+	tc = tu_tcase(s, "loopback", NULL, NULL);
 	tcase_add_loop_test(tc, loopback_addr_formula, 0,
 			    (int)URXE_ARRAY_SIZE(slot_cases));
 	tcase_add_loop_test(tc, loopback_table, 0, (int)URXE_ARRAY_SIZE(slot_cases));
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("interface");
+	tc = tu_tcase(s, "interface", NULL, NULL);
 	tcase_add_test(tc, real_iface_order);
 	tcase_add_test(tc, real_iface_other_link_local);
 	tcase_add_test(tc, real_iface_no_ipv6);
 	tcase_add_test(tc, table_overflow);
 	tcase_add_loop_test(tc, guid_from_mac, 0, (int)URXE_ARRAY_SIZE(guid_cases));
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("mtu");
+	tc = tu_tcase(s, "mtu", NULL, NULL);
 	tcase_add_loop_test(tc, mtu_for_link, 0, (int)URXE_ARRAY_SIZE(mtu_cases));
 	tcase_add_loop_test(tc, mtu_enum, 0, (int)URXE_ARRAY_SIZE(mtu_enum_cases));
 	tcase_add_test(tc, mtu_enum_invalid);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("messages");
+	tc = tu_tcase(s, "messages", NULL, NULL);
 	tcase_add_test(tc, gid_hint);
 	tcase_add_loop_test(tc, modify_explain, 0,
 			    (int)URXE_ARRAY_SIZE(explain_cases));
 	tcase_add_test(tc, mask_names);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -21,6 +21,8 @@
 #include <urxe/engine.h>
 #include <urxe/icrc.h>
 
+#include "testutil.h"
+
 #define PKT_LEN 96			/* BTH, 80 payload bytes, ICRC */
 
 static const uint8_t src_gid[16] = { [10] = 0xff, 0xff, 198, 18, 0, 7 };
@@ -303,7 +305,7 @@ END_TEST
 static Suite *icrc_suite(void)
 {
 	Suite *s = suite_create("icrc");
-	TCase *tc = tcase_create("corruption");
+	TCase *tc = tu_tcase(s, "corruption", NULL, NULL);
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, csum_live_flow, 0, 3);
@@ -311,17 +313,10 @@ static Suite *icrc_suite(void)
 	tcase_add_loop_test(tc, nocsum_live_flow, 0, 3);
 	tcase_add_loop_test(tc, nocsum_unknown_source, 0, 3);
 	tcase_add_test(tc, nocsum_reordered);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(icrc_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(icrc_suite());
 }

@@ -27,6 +27,7 @@
 #include <pcap/pcap.h>
 
 #include "mad.h"
+#include "testutil.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CM(off) (24 + (off))	/* MAD offset of a CM message offset */
@@ -893,15 +894,14 @@ END_TEST
 static Suite *mad_suite(void)
 {
 	Suite *s = suite_create("mad");
-	TCase *tc = tcase_create("layout");
-	TCase *tv = tcase_create("vectors");
-	TCase *tr = tcase_create("refusals");
-	TCase *th = tcase_create("cma_hdr");
+	TCase *tc = tu_tcase(s, "layout", NULL, NULL);
+	TCase *tv = tu_tcase(s, "vectors", NULL, NULL);
+	TCase *tr = tu_tcase(s, "refusals", NULL, NULL);
+	TCase *th = tu_tcase(s, "cma_hdr", NULL, NULL);
 
 	tcase_add_loop_test(tc, field_alone, 0, NELEM(spec));
 	tcase_add_loop_test(tc, roundtrip_max, 0, NELEM(msgs));
 	tcase_add_loop_test(tc, roundtrip_random, 0, NELEM(msgs));
-	suite_add_tcase(s, tc);
 
 	tcase_add_test(tv, vector_req);
 	tcase_add_test(tv, vector_rep);
@@ -912,28 +912,19 @@ static Suite *mad_suite(void)
 	tcase_add_test(tv, vector_sidr_rep);
 	tcase_add_loop_test(tv, vector_rtu_drep, 0, 2);
 	tcase_add_test(tv, kernel_mads);
-	suite_add_tcase(s, tv);
 
 	tcase_add_test(tr, decode_refuses);
 	tcase_add_test(tr, encode_refuses);
 	tcase_add_loop_test(tr, lap_apr_header_only, 0, 2);
 	tcase_add_test(tr, attr_names);
-	suite_add_tcase(s, tr);
 
 	tcase_add_test(th, cma_hdr_v4);
 	tcase_add_test(th, cma_hdr_v6);
 	tcase_add_test(th, cma_hdr_refuses);
-	suite_add_tcase(s, th);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mad_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(mad_suite());
 }

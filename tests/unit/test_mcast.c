@@ -82,8 +82,7 @@ static void open_all(void)
 {
 	int i;
 
-	ctx = open_dev("rxe0");
-	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	ctx = vu_open_rxe0();
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	buf = calloc(NQP + 1, BUFSZ);
@@ -717,9 +716,8 @@ END_TEST
 static Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
-	TCase *tc = tcase_create("loopback");
+	TCase *tc = tu_tcase(s, "loopback", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, registry);
 	tcase_add_test(tc, errors);
@@ -729,7 +727,6 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, fork_child);
 	tcase_add_test(tc, real_interface);
 	tcase_add_test(tc, two_hosts);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -45,19 +45,10 @@ static long page;
 
 static void setup(void)
 {
-	struct ibv_device **list;
-	int i;
-
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
 	page = sysconf(_SC_PAGESIZE);
-	list = ibv_get_device_list(NULL);
-	ck_assert_ptr_nonnull(list);
-	for (i = 0; list[i] && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "rxe0"))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	ctx = vu_open_rxe0();
 	pd = ibv_alloc_pd(ctx);
 	ck_assert_ptr_nonnull(pd);
 }
@@ -851,8 +842,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("mr_cq");
 	TCase *tc;
 
-	tc = tcase_create("mr");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "mr", setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, mr_reg_keys);
 	tcase_add_test(tc, mr_efault_unmapped);
@@ -861,16 +851,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, mr_iova);
 	tcase_add_test(tc, mr_pd_busy_and_dereg_busy);
 	tcase_add_test(tc, mr_rereg);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("keys");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "keys", setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, mr_keys_unpredictable);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("cq");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "cq", setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, cq_create_limits);
 	tcase_add_test(tc, cq_resize_keeps_order);
@@ -879,7 +865,6 @@ static Suite *suite(void)
 	tcase_add_test(tc, channel_wait_and_signals);
 	tcase_add_test(tc, channel_destroy_waits_for_acks);
 	tcase_add_test(tc, cq_overrun_async_event);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -40,8 +40,7 @@ static void setup(void)
 {
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
-	ctx = open_dev("rxe0");
-	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	ctx = vu_open_rxe0();
 	pd = ibv_alloc_pd(ctx);
 	ck_assert_ptr_nonnull(pd);
 	ck_assert_int_eq(ibv_query_gid(ctx, 1, 0, &gid0), 0);
@@ -78,43 +77,14 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq, uint64_t ops)
 	return qp;
 }
 
-/* RESET -> INIT -> RTR -> RTS, both ends starting at PSN 0. */
-static void to_rts(struct ibv_qp *qp, uint32_t dqpn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
-
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.ah_attr = (struct ibv_ah_attr){
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = gid0, .hop_limit = 1 },
-	};
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				       IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				       IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				       IBV_QP_RNR_RETRY |
-				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
-}
+/* RC both ways, both ends starting at PSN 0. */
+static const struct vu_qp_opts conn = {
+	.mtu = IBV_MTU_1024, .psn = 0, .hop_limit = 1,
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		  IBV_ACCESS_REMOTE_ATOMIC,
+	.timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
+	.rd_atomic = 4,
+};
 
 static struct pair *pair_new(uint64_t ops)
 {
@@ -126,8 +96,8 @@ static struct pair *pair_new(uint64_t ops)
 	ck_assert(p->cqa && p->cqb);
 	p->a = make_qp(p->cqa, ops);
 	p->b = make_qp(p->cqb, ops);
-	to_rts(p->a, p->b->qp_num);
-	to_rts(p->b, p->a->qp_num);
+	vu_connect(p->a, p->b->qp_num, &gid0, &conn);
+	vu_connect(p->b, p->a->qp_num, &gid0, &conn);
 	p->mra = ibv_reg_mr(pd, p->bufa, sizeof(p->bufa),
 			    IBV_ACCESS_LOCAL_WRITE);
 	ck_assert_ptr_nonnull(p->mra);
@@ -683,9 +653,8 @@ END_TEST
 static Suite *mw_suite(void)
 {
 	Suite *s = suite_create("mw");
-	TCase *tc = tcase_create("windows");
+	TCase *tc = tu_tcase(s, "windows", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, device_caps);
 	tcase_add_test(tc, alloc_dealloc);
@@ -697,7 +666,6 @@ static Suite *mw_suite(void)
 	tcase_add_test(tc, send_with_inv_refused);
 	tcase_add_test(tc, bind_errors);
 	tcase_add_test(tc, qp_ex_bind_local_inv);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

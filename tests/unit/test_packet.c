@@ -28,6 +28,8 @@
 #include <urxe/icrc.h>
 #include <urxe/netdev.h>
 
+#include "testutil.h"
+
 static const uint8_t mac_a[6] = { 2, 0, 0, 0, 0, 1 };
 static const uint8_t mac_b[6] = { 2, 0, 0, 0, 0, 2 };
 
@@ -627,7 +629,7 @@ END_TEST
 static Suite *suite(void)
 {
 	Suite *s = suite_create("packet");
-	TCase *tc = tcase_create("packet");
+	TCase *tc = tu_tcase(s, "packet", NULL, NULL);
 
 	tcase_add_test(tc, build_ipv4);
 	tcase_add_test(tc, build_ipv6);
@@ -639,17 +641,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, gso_rings_on_lo);
 	tcase_add_test(tc, lo_multicast_copies);
 	tcase_add_test(tc, mcast_membership);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(suite());
 }

@@ -289,14 +289,12 @@ END_TEST
 static Suite *progress_suite(void)
 {
 	Suite *s = suite_create("progress");
-	TCase *tc = tcase_create("handoff");
+	TCase *tc = tu_tcase(s, "handoff", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, poster_reads_input_engine_waits);
 	tcase_add_test(tc, engine_thread_watches_again);
 	tcase_add_test(tc, engine_thread_takes_over_after_backoff);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -44,8 +44,7 @@ static void setup(void)
 {
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
-	ctx = open_dev("rxe0");
-	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	ctx = vu_open_rxe0();
 	pd = ibv_alloc_pd(ctx);
 	ck_assert_ptr_nonnull(pd);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -1235,43 +1234,33 @@ static Suite *qp_suite(void)
 	Suite *s = suite_create("qp");
 	TCase *tc;
 
-	tc = tcase_create("create");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "create", setup, teardown);
 	tcase_add_test(tc, create_types);
 	tcase_add_test(tc, create_unique_qpns);
 	tcase_add_test(tc, create_bad);
 	tcase_add_test(tc, busy_parents);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("modify");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "modify", setup, teardown);
 	tcase_add_loop_test(tc, transition_table, 0, NT);
 	tcase_add_test(tc, minimal_sequences);
 	tcase_add_test(tc, bad_values);
 	tcase_add_test(tc, query_returns_set);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("post");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "post", setup, teardown);
 	tcase_add_test(tc, post_by_state);
 	tcase_add_test(tc, post_recv_checks);
 	tcase_add_test(tc, post_send_checks);
 	tcase_add_test(tc, post_opcodes_per_type);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("traffic");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "traffic", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, post_in_error_flushes);
 	tcase_add_test(tc, reset_drops_completions);
 	tcase_add_test(tc, rc_send_inline_and_sge);
 	tcase_add_test(tc, ud_send_through_ah);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("ah");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "ah", setup, teardown);
 	tcase_add_test(tc, ah_create);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

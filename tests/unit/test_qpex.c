@@ -53,8 +53,7 @@ static void setup(void)
 {
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
-	ctx = open_dev("rxe0");
-	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	ctx = vu_open_rxe0();
 	pd = ibv_alloc_pd(ctx);
 	ck_assert_ptr_nonnull(pd);
 	cqx = make_cqx(WC_STD);
@@ -103,51 +102,15 @@ static struct ibv_qp *make_qpx(enum ibv_qp_type type, uint64_t ops)
 	return qp;
 }
 
-/* RESET -> INIT -> RTR -> RTS, both ends starting at PSN 0. */
-static void to_rts(struct ibv_qp *qp, uint32_t dqpn)
-{
-	bool ud = qp->qp_type == IBV_QPT_UD, rc = qp->qp_type == IBV_QPT_RC;
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-		.qkey = 0x11111111,
-	};
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-		   (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
-
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	mask = IBV_QP_STATE;
-	if (!ud) {
-		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = dqpn;
-		a.ah_attr = (struct ibv_ah_attr){
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = gid0, .hop_limit = 1 },
-		};
-		a.max_dest_rd_atomic = 4;
-		a.min_rnr_timer = 1;
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN;
-	}
-	if (rc)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (rc)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
-}
+/* Every transport, both ends starting at PSN 0. */
+static const struct vu_qp_opts conn = {
+	.mtu = IBV_MTU_1024, .psn = 0, .hop_limit = 1,
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		  IBV_ACCESS_REMOTE_ATOMIC,
+	.qkey = 0x11111111,
+	.timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
+	.rd_atomic = 4,
+};
 
 static void post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf,
 		      uint32_t len, uint32_t lkey)
@@ -254,8 +217,8 @@ START_TEST(rc_every_operation)
 			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			IBV_ACCESS_REMOTE_ATOMIC);
 	ck_assert_ptr_nonnull(mr);
-	to_rts(qa, qb->qp_num);
-	to_rts(qb, qa->qp_num);
+	vu_connect(qa, qb->qp_num, &gid0, &conn);
+	vu_connect(qb, qa->qp_num, &gid0, &conn);
 	strcpy(b->src, "gath");
 	strcpy(b->two, "ered");
 	strcpy(b->readsrc, "read me");
@@ -352,8 +315,8 @@ START_TEST(ud_send_imm)
 	struct ibv_mr *mr;
 	struct ibv_ah *ah;
 
-	to_rts(u1, 0);
-	to_rts(u2, 0);
+	vu_connect(u1, 0, &gid0, &conn);
+	vu_connect(u2, 0, &gid0, &conn);
 	ah = ibv_create_ah(pd, &av);
 	ck_assert_ptr_nonnull(ah);
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
@@ -400,8 +363,8 @@ START_TEST(uc_write_and_send)
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
 			IBV_ACCESS_REMOTE_WRITE);
 	ck_assert_ptr_nonnull(mr);
-	to_rts(qa, qb->qp_num);
-	to_rts(qb, qa->qp_num);
+	vu_connect(qa, qb->qp_num, &gid0, &conn);
+	vu_connect(qb, qa->qp_num, &gid0, &conn);
 	post_recv(qb, 300, buf[0], 64, mr->lkey);
 	post_recv(qb, 301, buf[1], 64, mr->lkey);
 	ibv_wr_start(x);
@@ -532,9 +495,9 @@ START_TEST(complete_errors)
 	ibv_wr_set_inline_data(x, "x", 1);
 	ck_assert_int_eq(ibv_wr_complete(x), EINVAL);
 
-	to_rts(qp, peer->qp_num);
-	to_rts(peer, qp->qp_num);
-	to_rts(ud, 0);
+	vu_connect(qp, peer->qp_num, &gid0, &conn);
+	vu_connect(peer, qp->qp_num, &gid0, &conn);
+	vu_connect(ud, 0, &gid0, &conn);
 	memset(many, 0, sizeof(many));
 
 	/* ATOMIC_WRITE is not there yet. */
@@ -784,9 +747,8 @@ END_TEST
 static Suite *qpex_suite(void)
 {
 	Suite *s = suite_create("qpex");
-	TCase *tc = tcase_create("extended");
+	TCase *tc = tu_tcase(s, "extended", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, rc_every_operation);
 	tcase_add_test(tc, ud_send_imm);
@@ -797,7 +759,6 @@ static Suite *qpex_suite(void)
 	tcase_add_test(tc, rt_values);
 	tcase_add_test(tc, query_device_ex_sizes);
 	tcase_add_test(tc, import_in_process);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -424,19 +424,15 @@ END_TEST
 static Suite *reset_suite(void)
 {
 	Suite *s = suite_create("reset");
-	TCase *tc = tcase_create("rc");
-	TCase *ts = tcase_create("srq");
+	TCase *tc = tu_tcase(s, "rc", setup, teardown);
+	TCase *ts = tu_tcase(s, "srq", srq_setup, srq_teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, rc_reset_msn);
 	tcase_add_test(tc, rc_reset_mid_send);
 	tcase_add_test(tc, rc_reset_mid_write);
 	tcase_add_test(tc, err_sends_owed_ack);
 	tcase_add_test(tc, err_takes_arrived_ack);
-	suite_add_tcase(s, tc);
-	tcase_add_checked_fixture(ts, srq_setup, srq_teardown);
 	tcase_add_test(ts, srq_reset_mid_send);
-	suite_add_tcase(s, ts);
 	return s;
 }
 

@@ -23,6 +23,7 @@
 
 #include "core.h"
 #include "testutil.h"
+#include "verbs_util.h"
 
 /* Exported at IBVERBS_1.0, declared only in rdma-core's uninstalled sysfs.h. */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
@@ -31,27 +32,11 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 static struct tu_sandbox sb;
 static struct ibv_context *ctx;
 
-static struct ibv_context *open_rxe0(void)
-{
-	struct ibv_device **list;
-	struct ibv_context *c = NULL;
-	int i, n = -1;
-
-	list = ibv_get_device_list(&n);
-	ck_assert_ptr_nonnull(list);
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "rxe0"))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	ck_assert_msg(c != NULL, "cannot open rxe0: %s", strerror(errno));
-	return c;
-}
-
 static void setup(void)
 {
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
-	ctx = open_rxe0();
+	ctx = vu_open_rxe0();
 }
 
 static void teardown(void)
@@ -589,7 +574,7 @@ START_TEST(context_fds)
 	/* Pollable, and quiet: no events happen on an idle device. */
 	ck_assert_int_eq(poll(&p, 1, 0), 0);
 
-	ctx2 = open_rxe0();
+	ctx2 = vu_open_rxe0();
 	assert_distinct_inodes(ctx->cmd_fd, ctx2->cmd_fd);
 	assert_distinct_inodes(ctx->async_fd, ctx2->async_fd);
 	assert_distinct_inodes(ctx->cmd_fd, ctx2->async_fd);
@@ -627,16 +612,14 @@ static Suite *retconv_suite(void)
 	Suite *s = suite_create("retconv");
 	TCase *tc;
 
-	tc = tcase_create("table");
+	tc = tu_tcase(s, "table", NULL, NULL);
 	tcase_add_test(tc, table_well_formed);
 	tcase_add_loop_test(tc, table_matches_man_pages, 0,
 			    (int)URXE_ARRAY_SIZE(man_pages));
 	tcase_add_test(tc, retconv_of_unknown);
 	tcase_add_loop_test(tc, helpers, 0, (int)URXE_ARRAY_SIZE(helper_cases));
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("library");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "library", setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, errno_query_port);
 	tcase_add_test(tc, errno_query_device_ex);
@@ -653,7 +636,6 @@ static Suite *retconv_suite(void)
 	tcase_add_test(tc, context_layout);
 	tcase_add_test(tc, context_fds);
 	tcase_add_test(tc, library_is_ours);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -138,18 +138,15 @@ static void unquiet(void)
 static Suite *rsocket_suite(void)
 {
 	Suite *s = suite_create("rsocket");
-	TCase *tc = tcase_create("log");
+	TCase *tc = tu_tcase(s, "log", NULL, NULL);
 
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, logged_once);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("stubs");
-	tcase_add_checked_fixture(tc, quiet, unquiet);
+	tc = tu_tcase(s, "stubs", quiet, unquiet);
 	tcase_set_timeout(tc, 20);
 	tcase_add_loop_test(tc, enosys, 0,
 			    (int)(sizeof(calls) / sizeof(calls[0])));
-	suite_add_tcase(s, tc);
 	return s;
 }
 

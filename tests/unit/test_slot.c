@@ -471,9 +471,8 @@ END_TEST
 static Suite *slot_suite(void)
 {
 	Suite *s = suite_create("slot");
-	TCase *tc = tcase_create("slot");
+	TCase *tc = tu_tcase(s, "slot", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, two_claims_distinct);
 	tcase_add_test(tc, private_modes);
@@ -485,7 +484,6 @@ static Suite *slot_suite(void)
 	tcase_add_test(tc, crashed_holder);
 	tcase_add_test(tc, exhaustion);
 	tcase_add_test(tc, loopback_addrs_valid);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

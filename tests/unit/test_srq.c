@@ -41,23 +41,20 @@
 #include <infiniband/verbs.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 #define BUFSZ (256 * 1024)
 #define NQP 2
 #define MSG 5000			/* 5 packets of the 1024-byte MTU */
-#define SLOT 8192			/* a receive buffer, in B.buf */
+#define SLOT 8192			/* a receive buffer, in B.v.buf */
 #define WAIT_MS 2000
 #define QKEY 0x11111111u
 #define GRH 40
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *scq, *rcq;
+	struct vu_side v;
 	struct ibv_qp *qp[NQP];
-	struct ibv_mr *mr;
-	uint8_t *buf;
 };
 
 static struct tu_sandbox sb;
@@ -68,35 +65,11 @@ static union ibv_gid gid;
 
 /* ---- fixture ---- */
 
-static struct ibv_context *open_rxe0(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
-	int i;
-
-	ck_assert_ptr_nonnull(list);
-	for (i = 0; list[i] && !c; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "rxe0"))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	ck_assert_msg(c != NULL, "cannot open rxe0: %s", strerror(errno));
-	return c;
-}
-
 static void side_init(struct side *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->ctx = open_rxe0();
-	s->pd = ibv_alloc_pd(s->ctx);
-	ck_assert_ptr_nonnull(s->pd);
-	s->scq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
-	s->rcq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
-	ck_assert(s->scq && s->rcq);
-	ck_assert_int_eq(posix_memalign((void **)&s->buf, 4096, BUFSZ), 0);
-	memset(s->buf, 0, BUFSZ);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUFSZ, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE);
-	ck_assert_ptr_nonnull(s->mr);
+	vu_side_open(&s->v, 256, BUFSZ, IBV_ACCESS_LOCAL_WRITE |
+		     IBV_ACCESS_REMOTE_WRITE);
 }
 
 static void side_fini(struct side *s)
@@ -110,13 +83,7 @@ static void side_fini(struct side *s)
 		ck_assert_int_eq(ibv_destroy_srq(srq), 0);
 	if (s == &A && ah)
 		ck_assert_int_eq(ibv_destroy_ah(ah), 0);
-	if (s->mr)
-		ck_assert_int_eq(ibv_dereg_mr(s->mr), 0);
-	ck_assert_int_eq(ibv_destroy_cq(s->scq), 0);
-	ck_assert_int_eq(ibv_destroy_cq(s->rcq), 0);
-	ck_assert_int_eq(ibv_dealloc_pd(s->pd), 0);
-	ck_assert_int_eq(ibv_close_device(s->ctx), 0);
-	free(s->buf);
+	vu_side_close(&s->v);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -144,8 +111,8 @@ static void setup(void)
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
 	side_init(&A);
 	side_init(&B);
-	ck_assert_int_eq(ibv_query_gid(A.ctx, 1, 0, &gid), 0);
-	srq = make_srq(B.pd, 64, 2);
+	ck_assert_int_eq(ibv_query_gid(A.v.ctx, 1, 0, &gid), 0);
+	srq = make_srq(B.v.pd, 64, 2);
 }
 
 static void teardown(void)
@@ -163,11 +130,11 @@ static struct ibv_qp *qp_create(struct side *s, enum ibv_qp_type t,
 				struct ibv_srq *q)
 {
 	struct ibv_qp_init_attr ia = {
-		.send_cq = s->scq, .recv_cq = s->rcq, .srq = q, .qp_type = t,
+		.send_cq = s->v.scq, .recv_cq = s->v.rcq, .srq = q, .qp_type = t,
 		.cap = { .max_send_wr = 64, .max_recv_wr = 64,
 			 .max_send_sge = 2, .max_recv_sge = 2 },
 	};
-	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
+	struct ibv_qp *qp = ibv_create_qp(s->v.pd, &ia);
 
 	ck_assert_msg(qp != NULL, "ibv_create_qp: %s", strerror(errno));
 	if (q) {
@@ -178,64 +145,24 @@ static struct ibv_qp *qp_create(struct side *s, enum ibv_qp_type t,
 	return qp;
 }
 
-static void to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qkey = QKEY,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-
-	mask |= qp->qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS;
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
-}
-
-static void to_rtr(struct ibv_qp *qp, uint32_t dqpn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dqpn, .rq_psn = 0x77, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = gid, .hop_limit = 64 } },
-	};
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-
-	if (qp->qp_type == IBV_QPT_UD)
-		mask = IBV_QP_STATE;
-	else if (qp->qp_type == IBV_QPT_RC)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
-}
-
-static void to_rts(struct ibv_qp *qp, uint8_t rnr_retry)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-		.rnr_retry = rnr_retry, .sq_psn = 0x77, .max_rd_atomic = 1,
-	};
-	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-
-	if (qp->qp_type == IBV_QPT_RC)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, mask), 0);
-}
+/* Both ends start at PSN 0x77; the requesters' rnr_retry is per test. */
+static const struct vu_qp_opts conn = {
+	.mtu = IBV_MTU_1024, .psn = 0x77, .hop_limit = 64,
+	.access = IBV_ACCESS_REMOTE_WRITE, .qkey = QKEY,
+	.timeout = 14, .retry_cnt = 7, .min_rnr_timer = 1, .rd_atomic = 1,
+};
 
 /* A.qp[i] <-> B.qp[i], B's on the SRQ; RTS both ways. */
 static void pairs(enum ibv_qp_type t, uint8_t rnr_retry)
 {
+	struct vu_qp_opts o = conn;
 	int i;
 
+	o.rnr_retry = rnr_retry;
 	for (i = 0; i < NQP; i++) {
 		A.qp[i] = qp_create(&A, t, NULL);
 		B.qp[i] = qp_create(&B, t, srq);
-		to_init(A.qp[i]);
-		to_init(B.qp[i]);
-		to_rtr(A.qp[i], B.qp[i]->qp_num);
-		to_rtr(B.qp[i], A.qp[i]->qp_num);
-		to_rts(A.qp[i], rnr_retry);
-		to_rts(B.qp[i], rnr_retry);
+		vu_connect_pair(A.qp[i], B.qp[i], &gid, &o, &o);
 	}
 	if (t == IBV_QPT_UD) {
 		struct ibv_ah_attr aa = {
@@ -243,26 +170,17 @@ static void pairs(enum ibv_qp_type t, uint8_t rnr_retry)
 			.grh = { .dgid = gid, .hop_limit = 64 },
 		};
 
-		ah = ibv_create_ah(A.pd, &aa);
+		ah = ibv_create_ah(A.v.pd, &aa);
 		ck_assert_ptr_nonnull(ah);
 	}
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	ck_assert_int_eq(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
-	return a.qp_state;
-}
-
 /* ---- posting ---- */
 
-/* A SEND of @len bytes from A.buf + @off over A.qp[@i]. */
+/* A SEND of @len bytes from A.v.buf + @off over A.qp[@i]. */
 static void send_on(int i, uint64_t wr_id, uint32_t off, uint32_t len)
 {
-	struct ibv_sge sge = { (uintptr_t)A.buf + off, len, A.mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)A.v.buf + off, len, A.v.mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
@@ -276,11 +194,11 @@ static void send_on(int i, uint64_t wr_id, uint32_t off, uint32_t len)
 	ck_assert_int_eq(ibv_post_send(A.qp[i], &wr, &bad), 0);
 }
 
-/* Receive @wr_id into B.buf's slot @slot (SLOT bytes). */
+/* Receive @wr_id into B.v.buf's slot @slot (SLOT bytes). */
 static int srq_post(uint64_t wr_id, unsigned int slot)
 {
-	struct ibv_sge sge = { (uintptr_t)B.buf + (uint64_t)slot * SLOT, SLOT,
-			       B.mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)B.v.buf + (uint64_t)slot * SLOT, SLOT,
+			       B.v.mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 },
 			   *bad = NULL;
 	int rc = ibv_post_srq_recv(srq, &wr, &bad);
@@ -292,35 +210,12 @@ static int srq_post(uint64_t wr_id, unsigned int slot)
 
 /* ---- completions and events ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Polls @cq (which runs the engine) for up to @ms. */
-static bool wait_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		ck_assert_int_ge(n, 0);
-		if (n)
-			return true;
-	} while (now_ms() < end);
-	return false;
-}
-
 static struct ibv_wc expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 			       enum ibv_wc_status status, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
+	ck_assert_msg(vu_wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
 		      what, (unsigned long long)wr_id, ibv_wc_status_str(status));
 	ck_assert_msg(wc.wr_id == wr_id && wc.status == status,
 		      "%s: completion %llu %s, want %llu %s", what,
@@ -333,14 +228,14 @@ static void expect_no_wc(struct ibv_cq *cq, int ms, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(!wait_wc(cq, ms, &wc), "%s: unexpected completion %llu %s",
+	ck_assert_msg(!vu_wait_wc(cq, ms, &wc), "%s: unexpected completion %llu %s",
 		      what, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 }
 
 /* The next async event of B within @ms; acknowledged unless @keep. */
 static bool next_event(int ms, struct ibv_async_event *out, bool keep)
 {
-	struct pollfd p = { .fd = B.ctx->async_fd, .events = POLLIN };
+	struct pollfd p = { .fd = B.v.ctx->async_fd, .events = POLLIN };
 	int rc;
 
 	do {
@@ -348,7 +243,7 @@ static bool next_event(int ms, struct ibv_async_event *out, bool keep)
 	} while (rc < 0 && errno == EINTR);
 	if (rc <= 0)
 		return false;
-	ck_assert_int_eq(ibv_get_async_event(B.ctx, out), 0);
+	ck_assert_int_eq(ibv_get_async_event(B.v.ctx, out), 0);
 	if (!keep)
 		ibv_ack_async_event(out);
 	return true;
@@ -398,19 +293,19 @@ static void fill(uint8_t *p, size_t n, uint8_t seed)
 		p[i] = (uint8_t)(i * 13 + seed);
 }
 
-/* Sends message @k (A.buf + k * SLOT) over A.qp[@i]: both ends complete. */
+/* Sends message @k (A.v.buf + k * SLOT) over A.qp[@i]: both ends complete. */
 static void exchange(int i, unsigned int k, uint32_t len)
 {
 	struct ibv_wc wc;
 	uint32_t hdr = A.qp[i]->qp_type == IBV_QPT_UD ? GRH : 0;
 
-	fill(A.buf + (size_t)k * SLOT, len, (uint8_t)k);
+	fill(A.v.buf + (size_t)k * SLOT, len, (uint8_t)k);
 	send_on(i, 1000 + k, k * SLOT, len);
-	expect_wc(A.scq, 1000 + k, IBV_WC_SUCCESS, "SEND");
-	wc = expect_wc(B.rcq, k, IBV_WC_SUCCESS, "receive");
+	expect_wc(A.v.scq, 1000 + k, IBV_WC_SUCCESS, "SEND");
+	wc = expect_wc(B.v.rcq, k, IBV_WC_SUCCESS, "receive");
 	ck_assert_uint_eq(wc.qp_num, B.qp[i]->qp_num);
 	ck_assert_uint_eq(wc.byte_len, len + hdr);
-	ck_assert_mem_eq(B.buf + (size_t)k * SLOT + hdr, A.buf + (size_t)k * SLOT,
+	ck_assert_mem_eq(B.v.buf + (size_t)k * SLOT + hdr, A.v.buf + (size_t)k * SLOT,
 			 len);
 }
 
@@ -429,7 +324,7 @@ START_TEST(shared_by_two_qps)
 	pairs(t, 7);
 	for (k = 0; k < n; k++) {
 		ck_assert_int_eq(srq_post(k, k), 0);
-		fill(A.buf + (size_t)k * SLOT, len, (uint8_t)k);
+		fill(A.v.buf + (size_t)k * SLOT, len, (uint8_t)k);
 	}
 	/*
 	 * Both QPs' messages in flight at once: each takes the SRQ's oldest
@@ -438,14 +333,14 @@ START_TEST(shared_by_two_qps)
 	for (k = 0; k < n; k++)
 		send_on((int)(k % NQP), 1000 + k, k * SLOT, len);
 	for (k = 0; k < n; k++) {
-		ck_assert_msg(wait_wc(A.scq, WAIT_MS, &wc), "send %u", k);
+		ck_assert_msg(vu_wait_wc(A.v.scq, WAIT_MS, &wc), "send %u", k);
 		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
 	}
 	for (k = 0; k < n; k++) {
 		uint32_t hdr = t == IBV_QPT_UD ? GRH : 0, m;
 		int q;
 
-		ck_assert_msg(wait_wc(B.rcq, WAIT_MS, &wc), "receive %u", k);
+		ck_assert_msg(vu_wait_wc(B.v.rcq, WAIT_MS, &wc), "receive %u", k);
 		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
 		ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
 		ck_assert_uint_lt(wc.wr_id, n);
@@ -462,8 +357,8 @@ START_TEST(shared_by_two_qps)
 		 * no message twice.
 		 */
 		for (m = 0; m < n; m++)
-			if (!memcmp(B.buf + wc.wr_id * SLOT + hdr,
-				    A.buf + (size_t)m * SLOT, len))
+			if (!memcmp(B.v.buf + wc.wr_id * SLOT + hdr,
+				    A.v.buf + (size_t)m * SLOT, len))
 				break;
 		ck_assert_msg(m < n, "WQE %llu holds no whole message",
 			      (unsigned long long)wc.wr_id);
@@ -471,7 +366,7 @@ START_TEST(shared_by_two_qps)
 		ck_assert(!seen[m]);
 		seen[m] = true;
 	}
-	expect_no_wc(B.rcq, 50, "all 16 taken");
+	expect_no_wc(B.v.rcq, 50, "all 16 taken");
 	/* One at a time, in the posting order, over either QP. */
 	for (k = 0; k < 4; k++) {
 		ck_assert_int_eq(srq_post(k, k), 0);
@@ -558,7 +453,7 @@ START_TEST(last_wqe_on_modify_to_err)
 	ck_assert_int_eq(ibv_modify_qp(B.qp[0], &a, IBV_QP_STATE), 0);
 	expect_event(IBV_EVENT_QP_LAST_WQE_REACHED, B.qp[0]);
 	/* The SRQ's WQEs are the other QP's still: nothing was flushed. */
-	expect_no_wc(B.rcq, 50, "an SRQ is not flushed by one QP");
+	expect_no_wc(B.v.rcq, 50, "an SRQ is not flushed by one QP");
 	exchange(1, 0, MSG);
 	expect_no_event(50, "one QP in ERR, one event");
 }
@@ -576,7 +471,7 @@ START_TEST(last_wqe_once_per_error)
 	expect_event(IBV_EVENT_QP_LAST_WQE_REACHED, B.qp[1]);
 	/* Work posted to it is flushed: the flush says nothing new. */
 	ck_assert_int_eq(ibv_post_send(B.qp[1], &swr, &sbad), 0);
-	expect_wc(B.scq, 6, IBV_WC_WR_FLUSH_ERR, "send in ERR");
+	expect_wc(B.v.scq, 6, IBV_WC_WR_FLUSH_ERR, "send in ERR");
 	expect_no_event(50, "LAST_WQE once per error");
 	/* An SRQ QP has no receive queue of its own, in any state. */
 	ck_assert_int_eq(ibv_post_recv(B.qp[1], &rwr, &rbad), EINVAL);
@@ -584,7 +479,7 @@ START_TEST(last_wqe_once_per_error)
 	/* Through RESET and back to ERR: reported again. */
 	a.qp_state = IBV_QPS_RESET;
 	ck_assert_int_eq(ibv_modify_qp(B.qp[1], &a, IBV_QP_STATE), 0);
-	to_init(B.qp[1]);
+	vu_to_init(B.qp[1], &conn);
 	a.qp_state = IBV_QPS_ERR;
 	ck_assert_int_eq(ibv_modify_qp(B.qp[1], &a, IBV_QP_STATE), 0);
 	expect_event(IBV_EVENT_QP_LAST_WQE_REACHED, B.qp[1]);
@@ -595,11 +490,11 @@ END_TEST
 /* A transport error (a WRITE to a bad rkey) moves B's QP to ERR. */
 START_TEST(last_wqe_on_transport_error)
 {
-	struct ibv_sge sge = { (uintptr_t)A.buf, 64, A.mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)A.v.buf, 64, A.v.mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = 9, .sg_list = &sge, .num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { (uintptr_t)B.buf, B.mr->rkey ^ 0x5a5a00 },
+		.wr.rdma = { (uintptr_t)B.v.buf, B.v.mr->rkey ^ 0x5a5a00 },
 	}, *bad = NULL;
 	struct ibv_async_event ev[2];
 	bool access = false, last = false;
@@ -608,7 +503,7 @@ START_TEST(last_wqe_on_transport_error)
 	pairs(IBV_QPT_RC, 7);
 	ck_assert_int_eq(srq_post(1, 1), 0);
 	ck_assert_int_eq(ibv_post_send(A.qp[0], &wr, &bad), 0);
-	expect_wc(A.scq, 9, IBV_WC_REM_ACCESS_ERR, "WRITE with a bad rkey");
+	expect_wc(A.v.scq, 9, IBV_WC_REM_ACCESS_ERR, "WRITE with a bad rkey");
 	for (i = 0; i < 2; i++) {
 		ck_assert_msg(next_event(WAIT_MS, &ev[i], false), "event %d", i);
 		ck_assert_ptr_eq(ev[i].element.qp, B.qp[0]);
@@ -617,7 +512,7 @@ START_TEST(last_wqe_on_transport_error)
 	}
 	ck_assert(access && last);
 	expect_no_event(50, "two events");
-	ck_assert_int_eq(qp_state(B.qp[0]), IBV_QPS_ERR);
+	ck_assert_int_eq(vu_qp_state(B.qp[0]), IBV_QPS_ERR);
 	/* The SRQ's WQE went to the other QP's message. */
 	exchange(1, 1, 300);
 }
@@ -628,7 +523,7 @@ END_TEST
 START_TEST(destroy_busy)
 {
 	struct ibv_qp *qp = qp_create(&B, IBV_QPT_RC, srq);
-	struct ibv_pd *pd2 = ibv_alloc_pd(B.ctx);
+	struct ibv_pd *pd2 = ibv_alloc_pd(B.v.ctx);
 	struct ibv_srq *s2;
 
 	/* ibv_destroy_srq(3): not while a QP is associated with it. */
@@ -657,7 +552,7 @@ START_TEST(create_invalid)
 	struct { uint32_t wr, sge; } bad[3];
 	unsigned int i;
 
-	ck_assert_int_eq(ibv_query_device(B.ctx, &da), 0);
+	ck_assert_int_eq(ibv_query_device(B.v.ctx, &da), 0);
 	ck_assert_int_gt(da.max_srq, 0);
 	ck_assert(da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
 	bad[0].wr = 0;
@@ -671,14 +566,14 @@ START_TEST(create_invalid)
 		ia.attr.max_wr = bad[i].wr;
 		ia.attr.max_sge = bad[i].sge;
 		errno = 0;
-		ck_assert_ptr_null(ibv_create_srq(B.pd, &ia));
+		ck_assert_ptr_null(ibv_create_srq(B.v.pd, &ia));
 		ck_assert_int_eq(errno, EINVAL);
 	}
 	/* The largest allowed, and max_sge 0 granted as 1 (kernel rxe). */
 	memset(&ia, 0, sizeof(ia));
 	ia.attr.max_wr = (uint32_t)da.max_srq_wr;
 	ia.attr.max_sge = 0;
-	s = ibv_create_srq(B.pd, &ia);
+	s = ibv_create_srq(B.v.pd, &ia);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_uint_eq(ia.attr.max_sge, 1);
 	ck_assert_int_eq(ibv_query_srq(s, &qa), 0);
@@ -694,20 +589,20 @@ START_TEST(create_invalid)
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
 		       IBV_SRQ_INIT_ATTR_CQ;
 	ex.srq_type = IBV_SRQT_BASIC;
-	ex.pd = B.pd;
-	ex.cq = B.rcq;
-	s = ibv_create_srq_ex(B.ctx, &ex);
+	ex.pd = B.v.pd;
+	ex.cq = B.v.rcq;
+	s = ibv_create_srq_ex(B.v.ctx, &ex);
 	ck_assert_msg(s != NULL, "ibv_create_srq_ex: %s", strerror(errno));
 	ck_assert_uint_eq(ex.attr.max_sge, 3);
 	ck_assert_int_eq(ibv_destroy_srq(s), 0);
 	/* XRC: no XRCD -> EINVAL (rdma-core's check); a NULL one too. */
 	ex.srq_type = IBV_SRQT_XRC;
 	errno = 0;
-	ck_assert_ptr_null(ibv_create_srq_ex(B.ctx, &ex));
+	ck_assert_ptr_null(ibv_create_srq_ex(B.v.ctx, &ex));
 	ck_assert_int_eq(errno, EINVAL);
 	ex.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD;
 	errno = 0;
-	ck_assert_ptr_null(ibv_create_srq_ex(B.ctx, &ex));
+	ck_assert_ptr_null(ibv_create_srq_ex(B.v.ctx, &ex));
 	ck_assert_int_eq(errno, EINVAL);
 	/* Tag matching: never. */
 	ex.srq_type = IBV_SRQT_TM;
@@ -715,22 +610,22 @@ START_TEST(create_invalid)
 		       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
 	ex.tm_cap.max_num_tags = 4;
 	errno = 0;
-	ck_assert_ptr_null(ibv_create_srq_ex(B.ctx, &ex));
+	ck_assert_ptr_null(ibv_create_srq_ex(B.v.ctx, &ex));
 	ck_assert_int_eq(errno, EOPNOTSUPP);
 	/* Unknown comp_mask bits; no PD; another context's PD. */
 	ex.srq_type = IBV_SRQT_BASIC;
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_RESERVED;
 	errno = 0;
-	ck_assert_ptr_null(ibv_create_srq_ex(B.ctx, &ex));
+	ck_assert_ptr_null(ibv_create_srq_ex(B.v.ctx, &ex));
 	ck_assert_int_eq(errno, EOPNOTSUPP);
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
 	errno = 0;
-	ck_assert_ptr_null(ibv_create_srq_ex(B.ctx, &ex));
+	ck_assert_ptr_null(ibv_create_srq_ex(B.v.ctx, &ex));
 	ck_assert_int_eq(errno, EINVAL);
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ;
-	ex.pd = A.pd;
+	ex.pd = A.v.pd;
 	errno = 0;
-	ck_assert_ptr_null(ibv_create_srq_ex(B.ctx, &ex));
+	ck_assert_ptr_null(ibv_create_srq_ex(B.v.ctx, &ex));
 	ck_assert_int_eq(errno, EINVAL);
 }
 END_TEST
@@ -738,14 +633,14 @@ END_TEST
 START_TEST(qp_with_foreign_srq)
 {
 	struct ibv_qp_init_attr ia = {
-		.send_cq = A.scq, .recv_cq = A.rcq, .srq = srq,
+		.send_cq = A.v.scq, .recv_cq = A.v.rcq, .srq = srq,
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
 	};
 
 	/* The SRQ is B's context's; the QP would be A's. */
 	errno = 0;
-	ck_assert_ptr_null(ibv_create_qp(A.pd, &ia));
+	ck_assert_ptr_null(ibv_create_qp(A.v.pd, &ia));
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(ibv_destroy_srq(srq), 0);	/* no user counted */
 	srq = NULL;
@@ -806,9 +701,9 @@ END_TEST
 START_TEST(post_invalid)
 {
 	struct ibv_sge sge[3] = {
-		{ (uintptr_t)B.buf, 64, B.mr->lkey },
-		{ (uintptr_t)B.buf + 64, 64, B.mr->lkey },
-		{ (uintptr_t)B.buf + 128, 64, B.mr->lkey },
+		{ (uintptr_t)B.v.buf, 64, B.v.mr->lkey },
+		{ (uintptr_t)B.v.buf + 64, 64, B.v.mr->lkey },
+		{ (uintptr_t)B.v.buf + 128, 64, B.v.mr->lkey },
 	};
 	struct ibv_recv_wr w2 = { .wr_id = 2, .sg_list = sge, .num_sge = 3 };
 	struct ibv_recv_wr w1 = { .wr_id = 1, .next = &w2, .sg_list = sge,
@@ -823,10 +718,10 @@ START_TEST(post_invalid)
 	ck_assert_ptr_eq(bad, &w2);
 	/* The one posted receives a SEND (two SGEs, 128 bytes). */
 	pairs(IBV_QPT_RC, 7);
-	fill(A.buf, 100, 3);
+	fill(A.v.buf, 100, 3);
 	send_on(0, 50, 0, 100);
-	expect_wc(B.rcq, 1, IBV_WC_SUCCESS, "the WR before the bad one");
-	ck_assert_mem_eq(B.buf, A.buf, 100);
+	expect_wc(B.v.rcq, 1, IBV_WC_SUCCESS, "the WR before the bad one");
+	ck_assert_mem_eq(B.v.buf, A.v.buf, 100);
 }
 END_TEST
 
@@ -864,17 +759,17 @@ START_TEST(rnr_until_posted)
 	struct ibv_wc wc;
 
 	pairs(IBV_QPT_RC, 7);
-	fill(A.buf, MSG, 9);
+	fill(A.v.buf, MSG, 9);
 	send_on(1, 60, 0, MSG);
 	/* RNR NAKs, retried for ever (rnr_retry 7): nothing completes. */
-	ck_assert(!wait_wc(A.scq, 200, &wc));
-	expect_no_wc(B.rcq, 0, "nothing posted");
+	ck_assert(!vu_wait_wc(A.v.scq, 200, &wc));
+	expect_no_wc(B.v.rcq, 0, "nothing posted");
 	ck_assert_int_eq(srq_post(3, 3), 0);
-	expect_wc(A.scq, 60, IBV_WC_SUCCESS, "SEND after the receive came");
-	wc = expect_wc(B.rcq, 3, IBV_WC_SUCCESS, "the receive");
+	expect_wc(A.v.scq, 60, IBV_WC_SUCCESS, "SEND after the receive came");
+	wc = expect_wc(B.v.rcq, 3, IBV_WC_SUCCESS, "the receive");
 	ck_assert_uint_eq(wc.qp_num, B.qp[1]->qp_num);
 	ck_assert_uint_eq(wc.byte_len, MSG);
-	ck_assert_mem_eq(B.buf + 3 * SLOT, A.buf, MSG);
+	ck_assert_mem_eq(B.v.buf + 3 * SLOT, A.v.buf, MSG);
 }
 END_TEST
 
@@ -882,8 +777,8 @@ START_TEST(rnr_exhausted)
 {
 	pairs(IBV_QPT_RC, 0);
 	send_on(0, 61, 0, 10);
-	expect_wc(A.scq, 61, IBV_WC_RNR_RETRY_EXC_ERR, "no receive, rnr_retry 0");
-	ck_assert_int_eq(qp_state(B.qp[0]), IBV_QPS_RTS);
+	expect_wc(A.v.scq, 61, IBV_WC_RNR_RETRY_EXC_ERR, "no receive, rnr_retry 0");
+	ck_assert_int_eq(vu_qp_state(B.qp[0]), IBV_QPS_RTS);
 	expect_no_event(50, "the responder is unharmed");
 	ck_assert_int_eq(srq_post(0, 0), 0);
 	exchange(1, 0, 10);
@@ -909,27 +804,27 @@ static uint8_t t_byte(uint32_t tag, uint32_t i)
 static void *t_receiver(void *arg)
 {
 	uint32_t expect[NQP] = { 0 };
-	uint64_t end = now_ms() + 60000;
+	uint64_t end = vu_now_ms() + 60000;
 	struct ibv_wc wc;
 	uint32_t tag, i;
 	int n, q;
 
 	(void)arg;
-	while (atomic_load(&t_received) < NQP * T_MSGS && now_ms() < end) {
-		n = ibv_poll_cq(B.rcq, 1, &wc);
+	while (atomic_load(&t_received) < NQP * T_MSGS && vu_now_ms() < end) {
+		n = ibv_poll_cq(B.v.rcq, 1, &wc);
 		if (n <= 0) {
 			if (n < 0)
 				atomic_fetch_add(&t_bad, 1);
 			continue;
 		}
-		memcpy(&tag, B.buf + wc.wr_id * SLOT, 4);
+		memcpy(&tag, B.v.buf + wc.wr_id * SLOT, 4);
 		q = (int)(tag >> 24);
 		if (wc.status != IBV_WC_SUCCESS || wc.byte_len != T_LEN ||
 		    q >= NQP || wc.qp_num != B.qp[q]->qp_num ||
 		    (tag & 0xffffff) != expect[q]++)
 			atomic_fetch_add(&t_bad, 1);
 		for (i = 4; i < T_LEN; i++)
-			if (B.buf[wc.wr_id * SLOT + i] != t_byte(tag, i)) {
+			if (B.v.buf[wc.wr_id * SLOT + i] != t_byte(tag, i)) {
 				atomic_fetch_add(&t_bad, 1);
 				break;
 			}
@@ -944,7 +839,7 @@ static void *t_receiver(void *arg)
 static void *t_resizer(void *arg)
 {
 	struct timespec ts = { 0, 200000 };
-	struct pollfd p = { .fd = B.ctx->async_fd, .events = POLLIN };
+	struct pollfd p = { .fd = B.v.ctx->async_fd, .events = POLLIN };
 	struct ibv_async_event ev;
 	struct ibv_srq_attr a;
 	uint32_t k = 0;
@@ -957,7 +852,7 @@ static void *t_resizer(void *arg)
 			atomic_fetch_add(&t_bad, 1);
 		else
 			atomic_fetch_add(&t_resizes, 1);
-		while (poll(&p, 1, 0) == 1 && !ibv_get_async_event(B.ctx, &ev)) {
+		while (poll(&p, 1, 0) == 1 && !ibv_get_async_event(B.v.ctx, &ev)) {
 			if (ev.event_type != IBV_EVENT_SRQ_LIMIT_REACHED)
 				atomic_fetch_add(&t_bad, 1);
 			ibv_ack_async_event(&ev);
@@ -972,7 +867,7 @@ static void t_send(int q, uint32_t seq)
 {
 	uint32_t slot = (uint32_t)q * T_DEPTH + seq % T_DEPTH, i;
 	uint32_t tag = (uint32_t)q << 24 | seq;
-	uint8_t *p = A.buf + (size_t)slot * SLOT;
+	uint8_t *p = A.v.buf + (size_t)slot * SLOT;
 
 	memcpy(p, &tag, 4);
 	for (i = 4; i < T_LEN; i++)
@@ -998,12 +893,12 @@ START_TEST(threads)
 	atomic_store(&t_resizes, 0);
 	ck_assert_int_eq(pthread_create(&rx, NULL, t_receiver, NULL), 0);
 	ck_assert_int_eq(pthread_create(&rs, NULL, t_resizer, NULL), 0);
-	end = now_ms() + 60000;
-	while ((done[0] < T_MSGS || done[1] < T_MSGS) && now_ms() < end) {
+	end = vu_now_ms() + 60000;
+	while ((done[0] < T_MSGS || done[1] < T_MSGS) && vu_now_ms() < end) {
 		for (q = 0; q < NQP; q++)
 			while (sent[q] < T_MSGS && sent[q] - done[q] < T_DEPTH)
 				t_send(q, sent[q]++);
-		n = ibv_poll_cq(A.scq, 1, &wc);
+		n = ibv_poll_cq(A.v.scq, 1, &wc);
 		ck_assert_int_ge(n, 0);
 		if (!n)
 			continue;
@@ -1026,41 +921,33 @@ END_TEST
 static Suite *srq_suite(void)
 {
 	Suite *s = suite_create("srq");
-	TCase *tc = tcase_create("sharing");
+	TCase *tc = tu_tcase(s, "sharing", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, shared_by_two_qps, 0, NELEM(types));
 	tcase_add_test(tc, resize_keeps_posted);
 	tcase_add_test(tc, rnr_until_posted);
 	tcase_add_test(tc, rnr_exhausted);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("threads");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "threads", setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, threads);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("events");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "events", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, limit_fires_once);
 	tcase_add_test(tc, limit_event_and_destroy);
 	tcase_add_test(tc, last_wqe_on_modify_to_err);
 	tcase_add_test(tc, last_wqe_once_per_error);
 	tcase_add_test(tc, last_wqe_on_transport_error);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("checks");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "checks", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, destroy_busy);
 	tcase_add_test(tc, create_invalid);
 	tcase_add_test(tc, qp_with_foreign_srq);
 	tcase_add_test(tc, modify_invalid);
 	tcase_add_test(tc, post_invalid);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -68,8 +68,7 @@ static void setup(void)
 {
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	setenv("URXE_DEVICES", "rxe0 netdev lo", 1);
-	ctx = open_dev("rxe0");
-	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	ctx = vu_open_rxe0();
 	pd = ibv_alloc_pd(ctx);
 	ck_assert_ptr_nonnull(pd);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -778,9 +777,8 @@ END_TEST
 static Suite *ud_suite(void)
 {
 	Suite *s = suite_create("ud");
-	TCase *tc = tcase_create("ud");
+	TCase *tc = tu_tcase(s, "ud", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, qkey_mismatch_dropped);
 	tcase_add_test(tc, qkey_privileged_bit);
@@ -789,18 +787,14 @@ static Suite *ud_suite(void)
 	tcase_add_test(tc, recv_too_short);
 	tcase_add_test(tc, reply_from_wc);
 	tcase_add_test(tc, init_from_grh);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("captured");
-	tcase_add_checked_fixture(tc, pcap_setup, pcap_teardown);
+	tc = tu_tcase(s, "captured", pcap_setup, pcap_teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, sizes_to_mtu);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("ipv6");
+	tc = tu_tcase(s, "ipv6", NULL, NULL);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, grh_ipv6);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -1096,10 +1096,9 @@ END_TEST
 static Suite *udp_suite(void)
 {
 	Suite *s = suite_create("udp");
-	TCase *lo = tcase_create("loopback");
-	TCase *wild = tcase_create("wildcard");
+	TCase *lo = tu_tcase(s, "loopback", setup, teardown);
+	TCase *wild = tu_tcase(s, "wildcard", NULL, NULL);
 
-	tcase_add_checked_fixture(lo, setup, teardown);
 	tcase_set_timeout(lo, 30);
 	tcase_add_test(lo, batch_roundtrip);
 	tcase_add_test(lo, ip_meta_on_demand);
@@ -1111,20 +1110,12 @@ static Suite *udp_suite(void)
 	tcase_add_test(lo, errors);
 	tcase_add_test(lo, gso_gro);
 	tcase_add_test(lo, connected_ids);
-	suite_add_tcase(s, lo);
 	tcase_set_timeout(wild, 30);
 	tcase_add_test(wild, wildcard_v4_v6);
-	suite_add_tcase(s, wild);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(udp_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_run(udp_suite());
 }

@@ -22,6 +22,7 @@
 #include <urxe/util.h>
 
 #include "testutil.h"
+#include "verbs_util.h"
 
 static struct tu_sandbox sb;
 
@@ -78,18 +79,10 @@ static struct ibv_device *find(struct ibv_device **list, const char *name)
 	return NULL;
 }
 
-static struct ibv_context *open_dev(const char *name)
+/* The device called @name, kept for teardown; NULL if it cannot open. */
+static struct ibv_context *open_kept(const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *c;
-	struct ibv_device *d;
-
-	if (!list)
-		return NULL;
-	d = find(list, name);
-	c = d ? keep(ibv_open_device(d)) : NULL;
-	ibv_free_device_list(list);
-	return c;
+	return keep(open_dev(name));
 }
 
 static void gid0(struct ibv_context *c, union ibv_gid *gid)
@@ -239,8 +232,8 @@ START_TEST(one_instance_per_process)
 	struct ibv_pd *p1, *p2;
 
 	setenv("URXE_DEVICES", "rxe0 netdev lo; rxe1 netdev lo", 1);
-	c1 = open_dev("rxe0");
-	c2 = open_dev("rxe0");
+	c1 = open_kept("rxe0");
+	c2 = open_kept("rxe0");
 	ck_assert_ptr_nonnull(c1);
 	ck_assert_ptr_nonnull(c2);
 	ck_assert_ptr_ne(c1, c2);
@@ -249,7 +242,7 @@ START_TEST(one_instance_per_process)
 	ck_assert_mem_eq(&g1, &g2, sizeof(g1));
 
 	/* Another device is another instance, with a slot (and GID) of its own. */
-	other = open_dev("rxe1");
+	other = open_kept("rxe1");
 	ck_assert_ptr_nonnull(other);
 	gid0(other, &go);
 	ck_assert_mem_ne(&g1, &go, sizeof(g1));
@@ -274,7 +267,7 @@ END_TEST
 
 START_TEST(pd_busy)
 {
-	struct ibv_context *c = open_dev("rxe0");
+	struct ibv_context *c = open_kept("rxe0");
 	struct ibv_pd *pd, *pd2;
 
 	ck_assert_ptr_nonnull(c);
@@ -333,7 +326,7 @@ static int fork_child(struct ibv_context *inherited, const union ibv_gid *parent
 	errno = 0;
 	if (ibv_open_xrcd(inherited, &xa) || errno != EIO)
 		return FC_INHERITED_XRCD;
-	c = open_dev("rxe0");
+	c = open_kept("rxe0");
 	if (!c)
 		return FC_OPEN;
 	if (ibv_query_gid(c, 1, 0, &g) || !memcmp(&g, parent_gid, sizeof(g)))
@@ -348,7 +341,7 @@ static int fork_child(struct ibv_context *inherited, const union ibv_gid *parent
 
 START_TEST(fork_child_dead_context)
 {
-	struct ibv_context *c = open_dev("rxe0");
+	struct ibv_context *c = open_kept("rxe0");
 	union ibv_gid g, after;
 	struct ibv_port_attr pa;
 	struct ibv_pd *pd;
@@ -380,7 +373,7 @@ END_TEST
 
 START_TEST(port_attrs)
 {
-	struct ibv_context *c = open_dev("rxe0");
+	struct ibv_context *c = open_kept("rxe0");
 	struct ibv_port_attr pa;
 
 	ck_assert_ptr_nonnull(c);
@@ -401,7 +394,7 @@ END_TEST
 
 START_TEST(device_attrs)
 {
-	struct ibv_context *c = open_dev("rxe0");
+	struct ibv_context *c = open_kept("rxe0");
 	long page = sysconf(_SC_PAGESIZE);
 	struct ibv_device_attr_ex ex;
 	struct ibv_device_attr a;
@@ -499,11 +492,11 @@ START_TEST(bad_faults_fail_open)
 		ibv_free_device_list(list);
 	}
 	setenv("URXE_FAULTS", "drop=0.1,seed=2", 1);
-	ctx = open_dev("rxe0");
+	ctx = open_kept("rxe0");
 	ck_assert_ptr_nonnull(ctx);
 	close_ctx(ctx);
 	setenv("URXE_FAULTS", "", 1);		/* empty: no faults */
-	ctx = open_dev("rxe0");
+	ctx = open_kept("rxe0");
 	ck_assert_ptr_nonnull(ctx);
 	close_ctx(ctx);
 }
@@ -514,8 +507,7 @@ static Suite *verbs_suite(void)
 	Suite *s = suite_create("verbs");
 	TCase *tc;
 
-	tc = tcase_create("devices");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "devices", setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, list_num_optional);
 	tcase_add_test(tc, list_builtin_rxe0);
@@ -525,10 +517,8 @@ static Suite *verbs_suite(void)
 	tcase_add_test(tc, name_guid_index);
 	tcase_add_test(tc, packet_backend_opens);
 	tcase_add_test(tc, bad_faults_fail_open);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("contexts");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "contexts", setup, teardown);
 	tcase_set_timeout(tc, 40);
 	tcase_add_test(tc, one_instance_per_process);
 	tcase_add_test(tc, pd_busy);
@@ -536,7 +526,6 @@ static Suite *verbs_suite(void)
 	tcase_add_test(tc, fork_child_dead_context);
 	tcase_add_test(tc, port_attrs);
 	tcase_add_test(tc, device_attrs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

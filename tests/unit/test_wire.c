@@ -14,6 +14,8 @@
 #include <urxe/icrc.h>
 #include <urxe/wire.h>
 
+#include "testutil.h"
+
 #ifndef URXE_VECTORS
 #define URXE_VECTORS "tests/vectors"
 #endif
@@ -503,7 +505,7 @@ END_TEST
 static Suite *wire_suite(void)
 {
 	Suite *s = suite_create("wire");
-	TCase *tc = tcase_create("core");
+	TCase *tc = tu_tcase(s, "core", NULL, NULL);
 
 	tcase_add_loop_test(tc, opcode_layout, 0,
 			    sizeof(op_cases) / sizeof(op_cases[0]));
@@ -519,17 +521,10 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, icrc_ipv4_id_delta);
 	tcase_add_test(tc, icrc_rx_connected_counters);
 	tcase_add_test(tc, icrc_header_cache);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(wire_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(wire_suite());
 }

@@ -84,8 +84,7 @@ static struct ibv_srq *srqs[8];
 static void side_init(struct side *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->ctx = open_dev("rxe0");
-	ck_assert_msg(s->ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	s->ctx = vu_open_rxe0();
 	s->pd = ibv_alloc_pd(s->ctx);
 	ck_assert_ptr_nonnull(s->pd);
 	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
@@ -313,29 +312,16 @@ static struct ibv_qp *open_qp_in(struct ibv_context *c, struct ibv_xrcd *x,
 	return track_qp(ibv_open_qp(c, &a));
 }
 
-static enum ibv_qp_state state_of(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	ck_assert_int_eq(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
-	return a.qp_state;
-}
-
 /* ---- connecting, as ibv_xsrq_pingpong does (the kernel's masks) ---- */
 
-static int to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-}
+/* What connect_pair gives both ends; rtr_attr and rts_attr are the same. */
+static const struct vu_qp_opts conn = {
+	.mtu = IBV_MTU_1024, .psn = 0x123, .hop_limit = 64,
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		  IBV_ACCESS_REMOTE_ATOMIC,
+	.timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
+	.rd_atomic = 4,
+};
 
 static struct ibv_qp_attr rtr_attr(uint32_t dqpn)
 {
@@ -369,20 +355,12 @@ static struct ibv_qp_attr rts_attr(void)
 /* INI @ini <-> TGT @tgt, both RTS. */
 static void connect_pair(struct ibv_qp *ini, struct ibv_qp *tgt)
 {
-	struct ibv_qp_attr a;
-
-	ck_assert_int_eq(to_init(ini), 0);
-	ck_assert_int_eq(to_init(tgt), 0);
-	a = rtr_attr(ini->qp_num);
-	ck_assert_int_eq(ibv_modify_qp(tgt, &a, RTR_MASK | RTR_RESP), 0);
-	a = rts_attr();
-	ck_assert_int_eq(ibv_modify_qp(tgt, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_SQ_PSN), 0);
-	a = rtr_attr(tgt->qp_num);
-	ck_assert_int_eq(ibv_modify_qp(ini, &a, RTR_MASK), 0);
-	a = rts_attr();
-	ck_assert_int_eq(ibv_modify_qp(ini, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_SQ_PSN | RTS_REQ), 0);
+	vu_to_init(ini, &conn);
+	vu_to_init(tgt, &conn);
+	vu_to_rtr(tgt, ini->qp_num, &gid, &conn);
+	vu_to_rts(tgt, &conn);
+	vu_to_rtr(ini, tgt->qp_num, &gid, &conn);
+	vu_to_rts(ini, &conn);
 }
 
 /* ---- XRC SRQs ---- */
@@ -668,17 +646,12 @@ static const struct mod_case mod_cases[] = {
 /* Moves @qp (RESET) up to @to with the masks connect_pair uses. */
 static void walk(struct ibv_qp *qp, enum ibv_qp_state to, uint32_t dqpn)
 {
-	bool tgt = qp->qp_type == IBV_QPT_XRC_RECV;
-	struct ibv_qp_attr a;
-
 	if (to == IBV_QPS_RESET)
 		return;
-	ck_assert_int_eq(to_init(qp), 0);
+	vu_to_init(qp, &conn);
 	if (to == IBV_QPS_INIT)
 		return;
-	a = rtr_attr(dqpn);
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, RTR_MASK | (tgt ? RTR_RESP : 0)),
-			 0);
+	vu_to_rtr(qp, dqpn, &gid, &conn);
 }
 
 START_TEST(qp_modify_rules)
@@ -706,7 +679,7 @@ START_TEST(qp_modify_rules)
 	rc = ibv_modify_qp(qp, &a, c->mask);
 	ck_assert_msg(rc == c->err, "%s: %s, want %s", c->what, strerror(rc),
 		      strerror(c->err));
-	ck_assert_int_eq(state_of(qp), c->err ? c->from : next);
+	ck_assert_int_eq(vu_qp_state(qp), c->err ? c->from : next);
 	if (c->err || next != IBV_QPS_RTR)
 		return;
 	/* What was set reads back. */
@@ -779,9 +752,9 @@ START_TEST(open_qp_handles)
 	ck_assert_int_eq(users(xb), 2);
 
 	/* One QP, whichever handle drives it. */
-	ck_assert_int_eq(to_init(h1), 0);
-	ck_assert_int_eq(state_of(tgt), IBV_QPS_INIT);
-	ck_assert_int_eq(state_of(h2), IBV_QPS_INIT);
+	vu_to_init(h1, &conn);
+	ck_assert_int_eq(vu_qp_state(tgt), IBV_QPS_INIT);
+	ck_assert_int_eq(vu_qp_state(h2), IBV_QPS_INIT);
 	a = rtr_attr(0x77);
 	ck_assert_int_eq(ibv_modify_qp(h2, &a, RTR_MASK | RTR_RESP), 0);
 	memset(&a, 0, sizeof(a));
@@ -795,7 +768,7 @@ START_TEST(open_qp_handles)
 	/* The creator's handle goes; the QP lives in the opened ones. */
 	destroy_qp(tgt);
 	ck_assert_int_eq(users(xb), 1);
-	ck_assert_int_eq(state_of(h1), IBV_QPS_RTR);
+	ck_assert_int_eq(vu_qp_state(h1), IBV_QPS_RTR);
 	destroy_qp(h2);
 	ck_assert_int_eq(users(xb), 0);
 	/* Still there to be opened again, by its number. */
@@ -955,34 +928,12 @@ END_TEST
 
 /* ---- traffic ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static bool wait_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		ck_assert_int_ge(n, 0);
-		if (n)
-			return true;
-	} while (now_ms() < end);
-	return false;
-}
-
 static struct ibv_wc expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 			       enum ibv_wc_status status, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
+	ck_assert_msg(vu_wait_wc(cq, WAIT_MS, &wc), "%s: no completion (want %llu %s)",
 		      what, (unsigned long long)wr_id, ibv_wc_status_str(status));
 	ck_assert_msg(wc.wr_id == wr_id && wc.status == status,
 		      "%s: completion %llu %s, want %llu %s", what,
@@ -995,7 +946,7 @@ static void expect_no_wc(struct ibv_cq *cq, const char *what)
 {
 	struct ibv_wc wc;
 
-	ck_assert_msg(!wait_wc(cq, 50, &wc), "%s: unexpected completion %llu %s",
+	ck_assert_msg(!vu_wait_wc(cq, 50, &wc), "%s: unexpected completion %llu %s",
 		      what, (unsigned long long)wc.wr_id,
 		      ibv_wc_status_str(wc.status));
 }
@@ -1298,8 +1249,7 @@ static Suite *xrc_suite(void)
 	Suite *s = suite_create("xrc");
 	TCase *tc;
 
-	tc = tcase_create("objects");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "objects", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, srq_create_and_number);
 	tcase_add_loop_test(tc, srq_create_bad, 0, (int)NELEM(srq_bads));
@@ -1311,17 +1261,14 @@ static Suite *xrc_suite(void)
 	tcase_add_test(tc, open_qp_handles);
 	tcase_add_test(tc, open_qp_bad);
 	tcase_add_test(tc, open_qp_events);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("traffic");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "traffic", setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, send_two_srqs);
 	tcase_add_test(tc, rdma_and_atomics);
 	tcase_add_test(tc, wr_api);
 	tcase_add_test(tc, remote_access_errors);
 	tcase_add_test(tc, srq_limit_event);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

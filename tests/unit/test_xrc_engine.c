@@ -1154,9 +1154,8 @@ END_TEST
 static Suite *xrc_suite(void)
 {
 	Suite *s = suite_create("xrc_engine");
-	TCase *tc = tcase_create("xrc");
+	TCase *tc = tu_tcase(s, "xrc", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, xrc_send_sizes, 0,
 			    sizeof(sizes) / sizeof(sizes[0]));
@@ -1181,7 +1180,6 @@ static Suite *xrc_suite(void)
 	tcase_add_test(tc, xrc_index_space);
 	tcase_add_test(tc, xrc_add_checks);
 	tcase_add_test(tc, xrc_transport_ok);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -344,13 +344,11 @@ END_TEST
 static Suite *xrc_share_suite(void)
 {
 	Suite *s = suite_create("xrc_share");
-	TCase *tc = tcase_create("processes");
+	TCase *tc = tu_tcase(s, "processes", setup, teardown);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, tgt_opened_in_another_process);
 	tcase_add_test(tc, fork_while_domain_lock_held);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -36,8 +36,7 @@ static void setup(void)
 {
 	ck_assert_int_eq(tu_sandbox_init(&sb), 0);
 	setenv("URXE_DEVICES", "rxe0 netdev lo; rxe1 netdev lo", 1);
-	ctx = open_dev("rxe0");
-	ck_assert_msg(ctx != NULL, "cannot open rxe0: %s", strerror(errno));
+	ctx = vu_open_rxe0();
 	fa = tu_path(sb.dir, "domain-a");
 	fb = tu_path(sb.dir, "domain-b");
 	ck_assert_int_eq(tu_write_file(fa, ""), 0);
@@ -579,8 +578,7 @@ static Suite *xrcd_suite(void)
 	Suite *s = suite_create("xrcd");
 	TCase *tc;
 
-	tc = tcase_create("rules");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "rules", setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, private_domains);
 	tcase_add_loop_test(tc, comp_mask_rules, 0,
@@ -592,15 +590,12 @@ static Suite *xrcd_suite(void)
 	tcase_add_test(tc, hard_link_and_other_file);
 	tcase_add_test(tc, per_device);
 	tcase_add_test(tc, busy_handle);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("processes");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tu_tcase(s, "processes", setup, teardown);
 	tcase_set_timeout(tc, 40);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, killed_holder);
 	tcase_add_test(tc, inherited_handle_closed_in_child);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

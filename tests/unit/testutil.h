@@ -323,6 +323,21 @@ static inline void tu_sandbox_fini(struct tu_sandbox *sb)
 }
 
 /*
+ * A test case of @s with a checked fixture (either may be NULL); the
+ * suites' registration functions are lists of these and their tests.
+ */
+static inline TCase *tu_tcase(Suite *s, const char *name,
+			      void (*setup)(void), void (*teardown)(void))
+{
+	TCase *tc = tcase_create(name);
+
+	if (setup || teardown)
+		tcase_add_checked_fixture(tc, setup, teardown);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
+/*
  * Runs @s with every temporary directory below one root that is removed
  * at the end; the exit status for main().
  */
