@@ -451,6 +451,7 @@ static int netns_case(void)
 		return 77;
 	}
 	if (system("ip link add urxm0 type veth peer name urxm1 && "
+		   "ip link set urxm0 addrgenmode none && "
 		   "ip addr add 198.18.0.1/24 dev urxm0 && "
 		   "ip link set urxm0 up && ip link set urxm1 up && "
 		   "ip link set lo up")) {
@@ -537,7 +538,13 @@ static int hosts_receiver(struct hosts *h)
 	}
 	if (write(h->made[1], "m", 1) != 1 || tu_read_full(h->moved[0], &c, 1, 10000))
 		return 77;
-	if (system("ip addr add 198.18.0.2/24 dev urxm1 && "
+	/*
+	 * No link-local address: the kernel adds it some time after the
+	 * link comes up, and the GID table (link-local first) would then
+	 * shift under indexes already chosen.
+	 */
+	if (system("ip link set urxm1 addrgenmode none && "
+		   "ip addr add 198.18.0.2/24 dev urxm1 && "
 		   "ip addr add 2001:db8::2/64 dev urxm1 nodad && "
 		   "ip link set urxm1 up && ip link set lo up")) {
 		snprintf(nsmsg, sizeof(nsmsg), "receiver: no urxm1");
@@ -581,6 +588,7 @@ static int hosts_sender(struct hosts *h, pid_t receiver)
 	snprintf(cmd, sizeof(cmd),
 		 "ip link add urxm0 type veth peer name urxm1 && "
 		 "ip link set urxm1 netns %d && "
+		 "ip link set urxm0 addrgenmode none && "
 		 "ip addr add 198.18.0.1/24 dev urxm0 && "
 		 "ip addr add 2001:db8::1/64 dev urxm0 nodad && "
 		 "ip link set urxm0 up && ip link set lo up", (int)receiver);
