@@ -124,6 +124,35 @@ static int replace(const char *path, const struct text *t, mode_t mode,
 	return rc;
 }
 
+/*
+ * A whole file listing @cfg's devices, as a new file would hold them (the
+ * CLI edits an existing file line by line instead; the tests write fresh
+ * ones with this).
+ */
+int urxe_config_write(const char *path, const struct urxe_config *cfg)
+{
+	static const char head[] =
+		"# urxe devices: NAME netdev IF [backend udp|packet]\n"
+		"# maintained by `urxe dev add` / `urxe dev del`\n";
+	struct text t = { 0 };
+	char line[160];
+	unsigned int i;
+	int rc = text_put(&t, head, sizeof(head) - 1);
+
+	for (i = 0; !rc && i < cfg->ndevs; i++) {
+		int n = snprintf(line, sizeof(line), "%s netdev %s backend %s\n",
+				 cfg->devs[i].name, cfg->devs[i].netdev,
+				 urxe_backend_names[cfg->devs[i].backend]);
+
+		rc = n < 0 || (size_t)n >= sizeof(line) ? -ENAMETOOLONG :
+			text_put(&t, line, (size_t)n);
+	}
+	if (!rc)
+		rc = replace(path, &t, 0, false);
+	free(t.buf);
+	return rc;
+}
+
 /* The file an edit changes: @path, or where the link @path points. */
 static void edit_target(const char *path, char *buf, size_t len)
 {
