@@ -377,6 +377,23 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 }
 
 /*
+ * The kernel's word on the receive socket of the instance at @dgid, an
+ * address of this host: sockroom's answer (0, -ENOENT: no such socket),
+ * or 1 when @dgid is not a local unicast address (nothing to ask).
+ */
+static int local_peer_query(struct urxe_dev *dev, const union ibv_gid *dgid,
+			    int64_t *room, int64_t *size)
+{
+	struct urxe_flow *f;
+
+	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)) ||
+	    !dst_find(dev, f, dgid)->local)
+		return 1;
+	f->queries++;
+	return urxe_sockroom_query(f->sr, dgid->raw, URXE_UDP_PORT, room, size);
+}
+
+/*
  * RC's retry timer: has the instance at @dgid, on this host, datagrams in
  * its receive socket it has not read?  Then it is not running (stopped,
  * in a debugger, starved of CPU) rather than losing what it is sent: a
@@ -384,19 +401,11 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
  */
 bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid)
 {
-	struct urxe_dev *dev = priv;
-	struct urxe_flow *f;
-	struct flow_dst *d;
 	int64_t room, size;
 
-	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))
+	/* Nobody there (or not local): its silence is real. */
+	if (local_peer_query(priv, dgid, &room, &size))
 		return false;
-	d = dst_find(dev, f, dgid);
-	if (!d->local)
-		return false;
-	f->queries++;
-	if (urxe_sockroom_query(f->sr, dgid->raw, URXE_UDP_PORT, &room, &size))
-		return false;	/* nobody there: its silence is real */
 	return room < size;
 }
 
@@ -408,19 +417,9 @@ bool urxe_dev_peer_unread(void *priv, const union ibv_gid *dgid)
  */
 bool urxe_dev_peer_absent(void *priv, const union ibv_gid *dgid)
 {
-	struct urxe_dev *dev = priv;
-	struct urxe_flow *f;
-	struct flow_dst *d;
 	int64_t room, size;
 
-	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))
-		return false;
-	d = dst_find(dev, f, dgid);
-	if (!d->local)
-		return false;
-	f->queries++;
-	return urxe_sockroom_query(f->sr, dgid->raw, URXE_UDP_PORT, &room,
-				   &size) == -ENOENT;
+	return local_peer_query(priv, dgid, &room, &size) == -ENOENT;
 }
 
 void urxe_dev_flow_sent(struct urxe_dev *dev)
