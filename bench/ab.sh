@@ -32,6 +32,9 @@ FIGS=("ib_write_bw 65536" "ib_write_bw 4096" "ib_send_bw 65536"
 
 die() { printf 'ab: FATAL: %s\n' "$*" >&2; exit 1; }
 say() { printf '%s\n' "$*"; }
+NAME=ab
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 usage() {
 	sed -n '3,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -65,10 +68,7 @@ parse_args() {
 	[ "${#BUILDS[@]}" -eq 2 ] && [ "$PAIRS" -ge 1 ] 2>/dev/null || usage
 	[ "$(id -u)" -eq 0 ] || die "run me as root (as bench/run)"
 	if [ "$user" -eq 1 ]; then
-		local u=${URXE_BENCH_USER:-nobody} uid
-		uid=$(id -u "$u") || die "no user $u"
-		[ "$uid" -ne 0 ] || die "$u is root"
-		AS_USER=(setpriv "--reuid=$uid" "--regid=$(id -g "$u")" --clear-groups --)
+		bench_user "${URXE_BENCH_USER:-nobody}"
 	fi
 	if [ "$QUICK" -eq 1 ]; then DUR=1 LAT_N=5000; else DUR=2 LAT_N=20000; fi
 	OUT=${OUT:-$PWD/ab-$(date -u +%Y%m%d-%H%M%S).csv}
@@ -88,33 +88,6 @@ preflight() {
 	chmod 755 "$WORK"
 	mkdir -m 1777 "$WORK/tmp" && chmod 1777 "$WORK/tmp"
 	mkdir "$WORK/out"
-}
-
-# traffic_turn: take turns with the heavy-traffic integration tests.
-traffic_turn() {
-	local f=/tmp/urxe-it-traffic.lock fd
-	[ -e "$f" ] || (umask 0 && : >>"$f") 2>/dev/null || return 0
-	exec {fd}<"$f" || return 0
-	flock -w 300 "$fd" || say "ab: no turn at $f within 300 s: measuring beside other traffic"
-}
-
-# check_maps PID BUILD WHAT: the program under timeout PID maps BUILD's
-# libibverbs.so.1 (checked once it is mapped; a program already gone is
-# not checked here, its output tells).  Sets MAPPED=1 when it was seen.
-check_maps() {
-	local child lib want i
-	want=$(readlink -f "$2/lib/libibverbs.so.1")
-	for ((i = 0; i < 40; i++)); do
-		child=$(pgrep -P "$1" | head -n 1)
-		[ -n "$child" ] || return 0
-		lib=$(awk '$6 ~ /libibverbs\.so/ { print $6; exit }' "/proc/$child/maps" 2>/dev/null)
-		if [ -n "$lib" ]; then
-			[ "$lib" = "$want" ] || die "$3 (pid $child) runs with $lib, not $want"
-			MAPPED=1
-			return 0
-		fi
-		sleep 0.025
-	done
 }
 
 # one BUILD PROG SIZE TAG: one perftest run; sets VAL (GB/s or us) or "".
@@ -145,12 +118,12 @@ one() {
 		sleep 0.05
 	done
 	MAPPED=0
-	check_maps "$spid" "$b" "the $prog server"
+	check_maps "$spid" "$(readlink -f "$b/lib/libibverbs.so.1")" "the $prog server" 40
 	[ "$MAPPED" -eq 1 ] || die "could not see which libibverbs the $prog server ($tag) runs with"
 	(cd "$WORK/tmp" && exec timeout -k 3 "$secs" "${env[@]}" "${args[@]}" 127.0.0.1) >"$WORK/out/$tag.cli" 2>&1 &
 	cpid=$!
 	PIDS+=("$cpid")
-	check_maps "$cpid" "$b" "the $prog client"
+	check_maps "$cpid" "$(readlink -f "$b/lib/libibverbs.so.1")" "the $prog client" 40
 	wait "$cpid"
 	local crc=$?
 	deadline=$((SECONDS + 5))

@@ -43,6 +43,9 @@ PERFTEST=1 KEEP=0 WORK="" AS_USER=() PIDS=() BUILDS=() VERDICTS=()
 
 die() { printf 'wire_compare: FATAL: %s\n' "$*" >&2; exit 1; }
 say() { printf '%s\n' "$*"; }
+NAME=wire_compare
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 usage() {
 	sed -n '3,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -85,7 +88,7 @@ parse_args() {
 }
 
 preflight() {
-	local b u uid gid
+	local b u
 	for b in tshark python3 timeout ss; do
 		command -v "$b" >/dev/null || die "$b is not installed"
 	done
@@ -106,21 +109,9 @@ preflight() {
 	cp "$PROG" "$WORK/urxe_fixedflow" && chmod 755 "$WORK/urxe_fixedflow"
 	if [ "$(id -u)" -eq 0 ]; then
 		u=${URXE_TEST_USER:-${URXE_BENCH_USER:-nobody}}
-		uid=$(id -u "$u" 2>/dev/null) || die "no user $u"
-		gid=$(id -g "$u")
-		[ "$uid" -ne 0 ] || die "$u is root: the programs must run as an ordinary user"
-		AS_USER=(setpriv "--reuid=$uid" "--regid=$gid" --clear-groups --)
+		bench_user "$u"
 		say "wire_compare: programs run as $u"
 	fi
-}
-
-# traffic_turn: the integration tests that move heavy traffic take turns
-# through this lock (tests/integration/lib.sh; bench/run does the same).
-traffic_turn() {
-	local f=/tmp/urxe-it-traffic.lock fd
-	[ -e "$f" ] || (umask 0 && : >>"$f") 2>/dev/null || return 0
-	exec {fd}<"$f" || return 0
-	flock -w 300 "$fd" || say "wire_compare: no turn at $f within 300 s: running beside other traffic"
 }
 
 # as_user RUNDIR [VAR=VAL...] CMD...: CMD as the ordinary user with a
@@ -217,7 +208,7 @@ perftest_run() {
 			die "$prog server did not listen on $b: $(tail -n 2 "$WORK/out/$tag.srv")"
 		sleep 0.05
 	done
-	check_maps "$spid" "$b"
+	check_maps "$spid" "$(readlink -f "$b/lib/libibverbs.so.1")" "pid $spid"
 	as_user "$RD" "LD_LIBRARY_PATH=$b/lib" "URXE_PCAP=$WORK/cap/$tag.%p.pcapng" "${args[@]}" 127.0.0.1
 	(cd "$WORK/run" && timeout -k 3 120 "${CMD[@]}") >"$WORK/out/$tag.cli" 2>&1 ||
 		die "$prog client failed on $b: $(tail -n 3 "$WORK/out/$tag.cli" | tr '\n' ' ')"
@@ -226,16 +217,6 @@ perftest_run() {
 	python3 "$FP" --hist "$WORK"/cap/"$tag".*.pcapng >"$WORK/fp/$tag" ||
 		die "no histogram of $tag"
 	rm -f "$WORK"/cap/"$tag".*.pcapng
-}
-
-# check_maps PID BUILD: the program under timeout PID maps BUILD's library.
-check_maps() {
-	local child lib want
-	want=$(readlink -f "$2/lib/libibverbs.so.1")
-	child=$(pgrep -P "$1" | head -n 1)
-	[ -n "$child" ] || return 0
-	lib=$(awk '$6 ~ /libibverbs\.so/ { print $6; exit }' "/proc/$child/maps" 2>/dev/null)
-	[ -z "$lib" ] || [ "$lib" = "$want" ] || die "pid $child runs with $lib, not $want"
 }
 
 # hist_data FP: the histogram rows of everything but plain ACKs.
