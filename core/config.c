@@ -102,15 +102,27 @@ int urxe_config_find(const struct urxe_config *cfg, const char *name)
 	return -ENOENT;
 }
 
-int urxe_config_parse(const char *text, const char *origin,
-		      struct urxe_config *cfg)
+/* The loader's reporter: a warning a line, as the library logs them. */
+static void warn_report(void *ctx, const char *origin, int line,
+			const char *what)
+{
+	(void)ctx;
+	if (line)
+		urxe_warn("%s:%d: %s", origin, line, what);
+	else
+		urxe_warn("%s: %s", origin, what);
+}
+
+int urxe_config_parse_report(const char *text, const char *origin,
+			     struct urxe_config *cfg,
+			     urxe_config_report_fn *report, void *ctx)
 {
 	const char *p = text;
 	int lineno = 1, rc = 0;
 
 	while (*p) {
 		size_t n = strcspn(p, "\n;");
-		char line[512], err[160];
+		char line[512], err[160], what[256];
 		struct urxe_dev_desc d;
 		int r, at = lineno;
 
@@ -126,19 +138,24 @@ int urxe_config_parse(const char *text, const char *origin,
 			continue;
 		cfg->nentries++;
 		if (r < 0) {
-			urxe_warn("%s:%d: %s; entry ignored", origin, at, err);
+			snprintf(what, sizeof(what), "%s; entry ignored", err);
+			report(ctx, origin, at, what);
 			rc = -EINVAL;
 			continue;
 		}
 		if (urxe_config_find(cfg, d.name) >= 0) {
-			urxe_warn("%s:%d: device %s defined twice; the first one is used",
-				  origin, at, d.name);
+			snprintf(what, sizeof(what),
+				 "device %s defined twice; the first one is used",
+				 d.name);
+			report(ctx, origin, at, what);
 			rc = -EINVAL;
 			continue;
 		}
 		if (cfg->ndevs == URXE_CONFIG_MAX_DEVS) {
-			urxe_warn("%s: more than %d devices; the rest ignored",
-				  origin, URXE_CONFIG_MAX_DEVS);
+			snprintf(what, sizeof(what),
+				 "more than %d devices; the rest ignored",
+				 URXE_CONFIG_MAX_DEVS);
+			report(ctx, origin, 0, what);
 			return -E2BIG;
 		}
 		snprintf(d.rundir, sizeof(d.rundir), "%s", cfg->rundir);
@@ -147,7 +164,13 @@ int urxe_config_parse(const char *text, const char *origin,
 	return rc;
 }
 
-static char *read_file(const char *path)
+int urxe_config_parse(const char *text, const char *origin,
+		      struct urxe_config *cfg)
+{
+	return urxe_config_parse_report(text, origin, cfg, warn_report, NULL);
+}
+
+char *urxe_config_read_text(const char *path)
 {
 	FILE *f = fopen(path, "re");
 	char *buf = NULL;
@@ -187,7 +210,7 @@ int urxe_config_load_file(const char *path, struct urxe_config *cfg)
 	int rc;
 
 	init_cfg(cfg);
-	text = read_file(path);
+	text = urxe_config_read_text(path);
 	if (!text)
 		return errno == ENOENT ? -ENOENT : -errno;
 	rc = urxe_config_parse(text, path, cfg);

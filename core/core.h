@@ -57,6 +57,17 @@ int urxe_config_parse_line(const char *line, struct urxe_dev_desc *out,
 int urxe_config_parse(const char *text, const char *origin,
 		      struct urxe_config *cfg);
 /*
+ * The same, telling @report of each entry it leaves out (@line 0: not one
+ * line's fault) instead of logging a warning: `urxe doctor` words them.
+ */
+typedef void urxe_config_report_fn(void *ctx, const char *origin, int line,
+				   const char *what);
+int urxe_config_parse_report(const char *text, const char *origin,
+			     struct urxe_config *cfg,
+			     urxe_config_report_fn *report, void *ctx);
+/* A configuration file's text (at most 1 MiB; free() it), or NULL. */
+char *urxe_config_read_text(const char *path);
+/*
  * Loads the devices from the first layer that exists: URXE_DEVICES, the file
  * named by URXE_CONFIG, $XDG_CONFIG_HOME/urxe/devices.conf (or
  * ~/.config/...), /etc/urxe/devices.conf; otherwise rxe0 on lo.

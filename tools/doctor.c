@@ -214,53 +214,28 @@ static void check_rundir(const char *base)
 
 /* --- the configuration ----------------------------------------------------- */
 
-static char *slurp(const char *path)
+/* Each entry the loader would leave out: a FAIL line naming its line. */
+static void doctor_report(void *ctx, const char *origin, int line,
+			  const char *what)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t n = 0;
+	int *bad = ctx;
 
-	if (!f)
-		return NULL;
-	if (getdelim(&buf, &n, '\0', f) < 0) {
-		free(buf);
-		buf = strdup("");
-	}
-	fclose(f);
-	return buf;
+	if (line)
+		say("FAIL", "configuration: %s:%d: %s: fix or remove the line",
+		    origin, line, what);
+	else
+		say("FAIL", "configuration: %s: %s", origin, what);
+	(*bad)++;
 }
 
-/* Each entry of @text checked as the loader would; returns bad ones. */
+/* @text checked as the loader reads it; returns the entries it leaves out. */
 static int check_text(const char *text, const char *origin)
 {
 	struct urxe_config *seen = calloc(1, sizeof(*seen));
-	int lineno = 1, bad = 0;
-	const char *p = text;
+	int bad = 0;
 
-	while (seen && *p) {
-		size_t n = strcspn(p, "\n;");
-		char line[512], err[160];
-		struct urxe_dev_desc d;
-		int r, at = lineno;
-
-		snprintf(line, sizeof(line), "%.*s", (int)n, p);
-		p += n;
-		lineno += *p == '\n';
-		p += !!*p;
-		r = urxe_config_parse_line(line, &d, err, sizeof(err));
-		if (r == 0 && urxe_config_find(seen, d.name) >= 0) {
-			snprintf(err, sizeof(err), "device %s defined twice (the first one is used)",
-				 d.name);
-			r = -EINVAL;
-		}
-		if (r < 0) {
-			say("FAIL", "configuration: %s:%d: %s: fix or remove the line",
-			    origin, at, err);
-			bad++;
-		} else if (r == 0 && seen->ndevs < URXE_CONFIG_MAX_DEVS) {
-			seen->devs[seen->ndevs++] = d;
-		}
-	}
+	if (seen)
+		urxe_config_parse_report(text, origin, seen, doctor_report, &bad);
 	free(seen);
 	return bad;
 }
@@ -274,7 +249,7 @@ static void check_config(const struct urxe_config *cfg)
 	if (env && *env)
 		bad = check_text(env, "URXE_DEVICES");
 	else if (strcmp(cfg->source, "built-in default") &&
-		 (text = slurp(cfg->source)))
+		 (text = urxe_config_read_text(cfg->source)))
 		bad = check_text(text, cfg->source);
 	free(text);
 	if (!cfg->ndevs)
