@@ -211,19 +211,6 @@ static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
 	urxe_qp_schedule(qp);
 }
 
-/* IBA table 45: the RNR NAK timer field, in microseconds. */
-static uint64_t rnr_delay_us(unsigned int t)
-{
-	static const uint32_t us[32] = {
-		655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
-		960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480,
-		30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680,
-		491520,
-	};
-
-	return us[t & 31];
-}
-
 /* The completer's counter of @v, if it has one. */
 static void comp_count(struct urxe_eqp *qp, enum urxe_verdict v)
 {
@@ -305,7 +292,7 @@ static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 	}
 	urxe_req_rewind(qp, psn);
 	urxe_timer_set(qp, &qp->rnr_deadline,
-		       urxe_clock(qp->eng) + rnr_delay_us(syn) * 1000);
+		       urxe_clock(qp->eng) + (uint64_t)urxe_rnr_timer_us(syn) * 1000);
 	qp->retx_deadline = 0;
 	urxe_qp_schedule(qp);
 }

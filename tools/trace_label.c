@@ -55,19 +55,6 @@ static const char *const mark_names[TM__COUNT] = {
 	"malformed",
 };
 
-/* IBA table 45: the RNR NAK timer field, in microseconds. */
-static uint32_t rnr_us(unsigned int t)
-{
-	static const uint32_t us[32] = {
-		655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
-		960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480,
-		30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680,
-		491520,
-	};
-
-	return us[t & 31];
-}
-
 struct sbuf {
 	char *p;
 	size_t len, n;
@@ -166,8 +153,8 @@ static void put_fields(struct sbuf *b, const struct trace_pkt *p,
 	if (hdrs & URXE_HDR_BIT(URXE_HDR_AETH)) {
 		put(b, " msn %u", h->msn);
 		if ((h->syndrome & URXE_AETH_TYPE_MASK) == URXE_AETH_RNR_NAK)
-			put(b, " timer %u.%02ums", rnr_us(h->syndrome) / 1000,
-			    rnr_us(h->syndrome) % 1000 / 10);
+			put(b, " timer %u.%02ums", urxe_rnr_timer_us(h->syndrome) / 1000,
+			    urxe_rnr_timer_us(h->syndrome) % 1000 / 10);
 	}
 	if (hdrs & URXE_HDR_BIT(URXE_HDR_ATMACK))
 		put(b, " orig 0x%" PRIx64, h->orig);

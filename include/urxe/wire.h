@@ -142,6 +142,9 @@ static inline void urxe_atmeth_put(uint8_t *p, const struct urxe_atmeth *a)
 #define URXE_NAK_REM_OP 0x03
 #define URXE_NAK_INVALID_RD_REQ 0x04
 
+/* An RNR NAK's timer (the syndrome's low 5 bits), in microseconds. */
+uint32_t urxe_rnr_timer_us(unsigned int code);
+
 static inline void urxe_aeth_put(uint8_t *p, uint8_t syndrome, uint32_t msn)
 {
 	p[0] = syndrome;
