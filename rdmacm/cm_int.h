@@ -41,7 +41,7 @@
 /* Loopback: how long a REQ waits for its port's listener (ms). */
 #define CM_LISTEN_GRACE_MS 200
 #define CM_LISTEN_POLL_MS 5
-/* Requests waiting for a listener, at most (ibcm.c, park()). */
+/* Requests waiting for a listener, at most (ibcm_listen.c, park()). */
 #define CM_PARKED_MAX 256
 /* A destroyed channel's memory and fd stay this long (cm.c). */
 #define CM_CHAN_GRACE_MS 1000
@@ -249,11 +249,12 @@ bool cm_addr_multicast(const struct sockaddr *sa);
 
 /* qp.c */
 int cm_qp_init_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask);
+void cm_ah_attr(const struct cm_id *cid, struct ibv_ah_attr *ah);
 int cm_qp_to_rts(struct cm_id *cid);
 int cm_qp_to_rtr(struct cm_id *cid);
 int cm_qp_to_err(struct cm_id *cid);
 
-/* ibcm.c */
+/* ibcm.c, ibcm_send.c (the IB CM; ibcm_int.h has its own shares) */
 int cm_thread_start(void);
 int cm_dev_gsi(struct cm_dev *d);
 void cm_timer_arm(struct cm_id *cid, uint64_t period_ns, unsigned int tries);
