@@ -213,19 +213,25 @@ static inline struct cm_channel *to_chan(struct rdma_event_channel *c)
 
 /* cm.c */
 int cm_init(void);			/* lock held */
+int cm_init_locked(void);		/* lock not held */
 uint64_t cm_now_ns(void);
-struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type type,
-			      int status);
-void cm_event_post(struct cm_id *id, struct cm_event *e);
 struct cm_id *cm_id_new(struct cm_channel *chan, void *context,
 			enum rdma_port_space ps, enum ibv_qp_type qp_type);
 void cm_id_free(struct cm_id *cid);
 void cm_mc_leave_all(struct cm_id *cid);
 void cm_mc_qp_gone(struct cm_id *cid);
-int cm_wait(struct cm_id *cid);		/* sync ids: the call's event */
 struct ibv_pd *cm_dev_pd(struct cm_dev *d);
 struct ibv_xrcd *cm_dev_xrcd(struct cm_dev *d);
 int cm_err(int e);			/* errno = e, -1 */
+
+/* cm_chan.c */
+struct cm_channel *cm_chan_new(void);
+void cm_chan_free(struct cm_channel *c);
+struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type type,
+			      int status);
+void cm_event_post(struct cm_id *id, struct cm_event *e);
+void cm_wait_acks(struct cm_id *cid);	/* lock held */
+int cm_wait(struct cm_id *cid);		/* sync ids: the call's event */
 
 /* addr.c */
 int cm_bind(struct cm_id *cid, const struct sockaddr *addr);

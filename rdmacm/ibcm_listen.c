@@ -252,6 +252,27 @@ uint64_t cm_parked_due(void)
 	return due;
 }
 
+/*
+ * The listener a REQ or SIDR_REQ is for, its CMA header in @h; none: the
+ * request is parked for one to come, or refused.
+ */
+static struct cm_id *request_listener(struct cm_dev *d,
+				      const struct urxe_gsi_mad *g,
+				      const struct urxe_cm_msg *m,
+				      struct urxe_cma_hdr *h)
+{
+	struct cm_id *l;
+
+	if (urxe_cma_hdr_get(m->priv, h)) {
+		refuse(d, g, m);
+		return NULL;
+	}
+	l = find_listener(d, m->service_id, (struct sockaddr *)&h->dst);
+	if (!l && !park(d, g))
+		refuse(d, g, m);
+	return l;
+}
+
 void cm_on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 		   const struct urxe_cm_msg *m)
 {
@@ -277,16 +298,9 @@ void cm_on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 		}
 		return;
 	}
-	if (urxe_cma_hdr_get(m->priv, &h)) {
-		refuse(d, g, m);
+	l = request_listener(d, g, m, &h);
+	if (!l)
 		return;
-	}
-	l = find_listener(d, m->service_id, (struct sockaddr *)&h.dst);
-	if (!l) {
-		if (!park(d, g))
-			refuse(d, g, m);
-		return;
-	}
 	if (l->pending >= l->backlog) {
 		urxe_dbg("RDMA CM: listener's backlog (%d) full: REQ dropped",
 			 l->backlog);
@@ -347,16 +361,9 @@ void cm_on_sidr_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 	c = cm_by_remote(m->local_id, &g->sgid);
 	if (c)
 		return;		/* still waiting for the user */
-	if (urxe_cma_hdr_get(m->priv, &h)) {
-		refuse(d, g, m);
+	l = request_listener(d, g, m, &h);
+	if (!l)
 		return;
-	}
-	l = find_listener(d, m->service_id, (struct sockaddr *)&h.dst);
-	if (!l) {
-		if (!park(d, g))
-			refuse(d, g, m);
-		return;
-	}
 	if (l->pending >= l->backlog)
 		return;
 	c = child_new(l, d, g, &h, IBV_QPT_UD);
