@@ -14,11 +14,12 @@
  * that would post an event waits for it there (cm_wait).
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+
+#include <urxe/exit_notice.h>
 
 #include "cm_int.h"
 
@@ -53,22 +54,12 @@ void cm_chan_free(struct cm_channel *c)
  * the destructors run): the process's other threads still run, and one
  * may be on its way into rdma_get_cm_event on a destroyed channel.
  */
-static atomic_bool exiting;
+static struct urxe_exit_notice exit_notice;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
-
-/* The C++ ABI's: what atexit() calls, with this object's own handle. */
-int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
-extern void *__dso_handle;
-
-static void note_exit(void *arg)
-{
-	(void)arg;
-	atomic_store(&exiting, true);
-}
 
 static void register_exit(void)
 {
-	if (__cxa_atexit(note_exit, NULL, &__dso_handle))
+	if (urxe_exit_notice_register(&exit_notice))
 		urxe_dbg("RDMA CM: atexit failed");
 }
 
@@ -143,7 +134,7 @@ CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
  */
 void cm_channels_release(void)
 {
-	if (!atomic_load(&exiting))
+	if (!urxe_exit_notice_seen(&exit_notice))
 		graveyard_sweep(true);
 }
 
