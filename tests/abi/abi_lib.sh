@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# shellcheck shell=bash
 # What abi_check.sh and rdmacm_abi_check.sh share (sourced): the PASS,
 # FAIL and SKIP lines and their count, the package and ELF probes, the
 # readers of a library's dynamic symbols and version definitions, and
