@@ -43,7 +43,7 @@
 #define CM_LISTEN_POLL_MS 5
 /* Requests waiting for a listener, at most (ibcm_listen.c, park()). */
 #define CM_PARKED_MAX 256
-/* A destroyed channel's memory and fd stay this long (cm.c). */
+/* A destroyed channel's memory and fd stay this long (cm_chan.c). */
 #define CM_CHAN_GRACE_MS 1000
 
 #define CM_REJ_TIMEOUT 4
@@ -232,6 +232,7 @@ struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type type,
 void cm_event_post(struct cm_id *id, struct cm_event *e);
 void cm_wait_acks(struct cm_id *cid);	/* lock held */
 int cm_wait(struct cm_id *cid);		/* sync ids: the call's event */
+void cm_channels_release(void);
 
 /* addr.c */
 int cm_bind(struct cm_id *cid, const struct sockaddr *addr);
@@ -241,8 +242,6 @@ int cm_listen_open(struct cm_id *cid);
 void cm_listen_accept(struct cm_id *listener);
 int cm_steer(struct cm_id *cid);
 bool cm_needs_steer(const struct cm_id *cid);
-void cm_parked_retry(void);
-void cm_channels_release(void);
 struct cm_dev *cm_dev_by_gid(const union ibv_gid *gid, uint8_t *index);
 void cm_gid_of(const struct sockaddr *sa, union ibv_gid *gid);
 void cm_sockaddr_of(const union ibv_gid *gid, uint16_t port,
@@ -274,5 +273,6 @@ int cm_send_rej(struct cm_id *cid, uint16_t reason, const void *priv,
 int cm_send_dreq(struct cm_id *cid);
 int cm_send_drep(struct cm_id *cid);
 void cm_conn_drop(struct cm_id *cid);
+void cm_parked_retry(void);		/* ibcm_listen.c */
 
 #endif

@@ -150,10 +150,10 @@ static void refuse(struct cm_dev *d, const struct urxe_gsi_mad *g,
 /*
  * Requests for a port nobody listens on yet wait CM_LISTEN_GRACE_MS for
  * this process to listen there before they are refused (the passive side
- * of the loopback grace, no_listener()): a server told to expect a
- * connection may get to rdma_listen() after its client's REQ arrived
- * (perftest -R's server listens again right after the handshake that
- * starts its client).  Duplicates of a waiting request are dropped.
+ * of the loopback grace, ibcm_send.c's no_listener()): a server told to
+ * expect a connection may get to rdma_listen() after its client's REQ
+ * arrived (perftest -R's server listens again right after the handshake
+ * that starts its client).  Duplicates of a waiting request are dropped.
  */
 struct parked_req {
 	struct cm_dev *d;
@@ -273,6 +273,24 @@ static struct cm_id *request_listener(struct cm_dev *d,
 	return l;
 }
 
+/*
+ * The CONNECT_REQUEST of @c, a request's new id, for its listener @l to
+ * fetch and acknowledge: the request's @len bytes of private data (what
+ * follows the CMA header) in it.
+ */
+static struct cm_event *request_event(struct cm_id *l, struct cm_id *c,
+				      const struct urxe_cm_msg *m, size_t len)
+{
+	struct cm_event *e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+
+	if (!e)
+		return NULL;
+	e->owner = l;
+	e->ev.listen_id = &l->id;	/* UCX finds its listener there */
+	memcpy(e->priv, m->priv + URXE_CMA_HDR_LEN, len);
+	return e;
+}
+
 void cm_on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 		   const struct urxe_cm_msg *m)
 {
@@ -326,16 +344,12 @@ void cm_on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 	c->srq = m->srq;
 	c->path.flow_label = htonl(m->flow_label);
 	c->path.mtu = m->path_mtu;
-	e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	e = request_event(l, c, m, URXE_CM_REQ_PRIV - URXE_CMA_HDR_LEN);
 	if (!e) {
 		cm_send_rej(c, CM_REJ_CONSUMER, NULL, 0);
 		cm_id_free(c);
 		return;
 	}
-	e->owner = l;
-	e->ev.listen_id = &l->id;	/* UCX finds its listener there */
-	memcpy(e->priv, m->priv + URXE_CMA_HDR_LEN,
-	       URXE_CM_REQ_PRIV - URXE_CMA_HDR_LEN);
 	e->ev.param.conn.private_data = e->priv;
 	e->ev.param.conn.private_data_len = URXE_CM_REQ_PRIV - URXE_CMA_HDR_LEN;
 	e->ev.param.conn.responder_resources = m->init_depth;
@@ -348,8 +362,6 @@ void cm_on_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 	l->pending++;
 	cm_event_post(l, e);
 }
-
-/* An address handle's attributes for @c's peer. */
 
 void cm_on_sidr_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 			const struct urxe_cm_msg *m)
@@ -372,15 +384,11 @@ void cm_on_sidr_req(struct cm_dev *d, const struct urxe_gsi_mad *g,
 	c->cm = CM_SIDR_REQ_RCVD;
 	c->remote_id = m->local_id;	/* the request ID */
 	c->tid = m->tid;
-	e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	e = request_event(l, c, m, URXE_CM_SIDR_REQ_PRIV - URXE_CMA_HDR_LEN);
 	if (!e) {
 		cm_id_free(c);
 		return;
 	}
-	e->owner = l;
-	e->ev.listen_id = &l->id;	/* UCX finds its listener there */
-	memcpy(e->priv, m->priv + URXE_CMA_HDR_LEN,
-	       URXE_CM_SIDR_REQ_PRIV - URXE_CMA_HDR_LEN);
 	e->ev.param.ud.private_data = e->priv;
 	e->ev.param.ud.private_data_len =
 		URXE_CM_SIDR_REQ_PRIV - URXE_CMA_HDR_LEN;
