@@ -23,28 +23,17 @@
  * destructor does nothing when it has run.  docs/design.md, "Unloading".
  */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 
+#include <urxe/exit_notice.h>
 #include <urxe/log.h>
 #include <urxe/provider.h>
 
 #include "core.h"
 
-static atomic_bool exiting;
+/* The one thing not left to the kernel at exit: ACKs owed to peers. */
+static struct urxe_exit_notice exit_notice = { .also = urxe_dev_exit_acks };
 static pthread_once_t used_once = PTHREAD_ONCE_INIT;
-
-/* The C++ ABI's: what atexit() calls, with this object's own handle. */
-int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
-extern void *__dso_handle;
-
-static void note_exit(void *arg)
-{
-	(void)arg;
-	atomic_store(&exiting, true);
-	/* The one thing not left to the kernel: ACKs owed to peers. */
-	urxe_dev_exit_acks();
-}
 
 static void register_exit(void)
 {
@@ -52,11 +41,9 @@ static void register_exit(void)
 	 * From the first verb, so after _dl_fini's registration: handlers
 	 * run in reverse order.  A verb called from a constructor, before
 	 * main(), registers too early: then this library is taken down at
-	 * exit too, as if unloaded.  __cxa_atexit with our handle, not
-	 * atexit(): an interposed atexit (ThreadSanitizer's) registers for
-	 * the process, and would call into this library after dlclose().
+	 * exit too, as if unloaded.
 	 */
-	if (__cxa_atexit(note_exit, NULL, &__dso_handle))
+	if (urxe_exit_notice_register(&exit_notice))
 		urxe_warn("atexit failed: the library will be taken down at exit too");
 }
 
@@ -67,7 +54,7 @@ void urxe_lib_used(void)
 
 __attribute__((destructor)) static void unload(void)
 {
-	if (atomic_load(&exiting))
+	if (urxe_exit_notice_seen(&exit_notice))
 		return;
 	urxe_dbg("unloading: engine threads stop, open objects close");
 	urxe_dev_unload_begin();

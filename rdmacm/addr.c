@@ -486,39 +486,21 @@ static bool slot_addr(const struct sockaddr *sa)
 		16) == (127u << 8 | 117u);
 }
 
-static int resolve(struct cm_id *cid, const struct sockaddr *src,
-		   const struct sockaddr *dst)
+/*
+ * The device @cid reaches @dst on, and its source GID's index (lock
+ * held): an address of a device here (a loopback one, or the device
+ * itself), else the one the kernel routes through.
+ */
+static int resolve_dev(struct cm_id *cid, const struct sockaddr *dst,
+		       struct cm_dev **dp, uint8_t *ip)
 {
 	struct rdma_addr *ra = &cid->id.route.addr;
+	struct cm_dev *d = cid->dev;
 	struct sockaddr_storage s;
 	union ibv_gid gid;
-	struct cm_dev *d;
 	uint8_t index = 0;
 	int rc;
 
-	/* As Linux: source and destination of one family. */
-	if (src && src->sa_family && src->sa_family != dst->sa_family)
-		return -EINVAL;
-	if (cid->state == ID_ADDR_BOUND &&
-	    ra->src_addr.sa_family != dst->sa_family)
-		return -EINVAL;
-	if (cid->state == ID_IDLE) {
-		if (src && src->sa_family) {
-			rc = cm_bind(cid, src);
-		} else {
-			memset(&s, 0, sizeof(s));
-			s.ss_family = dst->sa_family;
-			rc = cm_bind(cid, (struct sockaddr *)&s);
-		}
-		if (rc)
-			return rc;
-	} else if (cid->state != ID_ADDR_BOUND) {
-		return -EINVAL;
-	}
-	memset(&ra->dst_storage, 0, sizeof(ra->dst_storage));
-	memcpy(&ra->dst_addr, dst, cm_addr_len(dst));
-	cm_gid_of(dst, &ra->addr.ibaddr.dgid);
-	d = cid->dev;
 	cm_gid_of(dst, &gid);
 	if (cm_addr_any(dst) || cm_addr_loopback(dst) ||
 	    cm_dev_by_gid(&gid, NULL)) {
@@ -555,6 +537,45 @@ static int resolve(struct cm_id *cid, const struct sockaddr *src,
 	} else {
 		index = cid->sgid_index;
 	}
+	*dp = d;
+	*ip = index;
+	return 0;
+}
+
+static int resolve(struct cm_id *cid, const struct sockaddr *src,
+		   const struct sockaddr *dst)
+{
+	struct rdma_addr *ra = &cid->id.route.addr;
+	struct sockaddr_storage s;
+	struct cm_dev *d;
+	uint8_t index = 0;
+	int rc;
+
+	/* As Linux: source and destination of one family. */
+	if (src && src->sa_family && src->sa_family != dst->sa_family)
+		return -EINVAL;
+	if (cid->state == ID_ADDR_BOUND &&
+	    ra->src_addr.sa_family != dst->sa_family)
+		return -EINVAL;
+	if (cid->state == ID_IDLE) {
+		if (src && src->sa_family) {
+			rc = cm_bind(cid, src);
+		} else {
+			memset(&s, 0, sizeof(s));
+			s.ss_family = dst->sa_family;
+			rc = cm_bind(cid, (struct sockaddr *)&s);
+		}
+		if (rc)
+			return rc;
+	} else if (cid->state != ID_ADDR_BOUND) {
+		return -EINVAL;
+	}
+	memset(&ra->dst_storage, 0, sizeof(ra->dst_storage));
+	memcpy(&ra->dst_addr, dst, cm_addr_len(dst));
+	cm_gid_of(dst, &ra->addr.ibaddr.dgid);
+	rc = resolve_dev(cid, dst, &d, &index);
+	if (rc)
+		return rc;
 	if (!cid->dev) {
 		uint16_t port = cm_port_of(&ra->src_addr);
 

@@ -41,9 +41,9 @@
 /* Loopback: how long a REQ waits for its port's listener (ms). */
 #define CM_LISTEN_GRACE_MS 200
 #define CM_LISTEN_POLL_MS 5
-/* Requests waiting for a listener, at most (ibcm.c, park()). */
+/* Requests waiting for a listener, at most (ibcm_listen.c, park()). */
 #define CM_PARKED_MAX 256
-/* A destroyed channel's memory and fd stay this long (cm.c). */
+/* A destroyed channel's memory and fd stay this long (cm_chan.c). */
 #define CM_CHAN_GRACE_MS 1000
 
 #define CM_REJ_TIMEOUT 4
@@ -213,19 +213,26 @@ static inline struct cm_channel *to_chan(struct rdma_event_channel *c)
 
 /* cm.c */
 int cm_init(void);			/* lock held */
+int cm_init_locked(void);		/* lock not held */
 uint64_t cm_now_ns(void);
-struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type type,
-			      int status);
-void cm_event_post(struct cm_id *id, struct cm_event *e);
 struct cm_id *cm_id_new(struct cm_channel *chan, void *context,
 			enum rdma_port_space ps, enum ibv_qp_type qp_type);
 void cm_id_free(struct cm_id *cid);
 void cm_mc_leave_all(struct cm_id *cid);
 void cm_mc_qp_gone(struct cm_id *cid);
-int cm_wait(struct cm_id *cid);		/* sync ids: the call's event */
 struct ibv_pd *cm_dev_pd(struct cm_dev *d);
 struct ibv_xrcd *cm_dev_xrcd(struct cm_dev *d);
 int cm_err(int e);			/* errno = e, -1 */
+
+/* cm_chan.c */
+struct cm_channel *cm_chan_new(void);
+void cm_chan_free(struct cm_channel *c);
+struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type type,
+			      int status);
+void cm_event_post(struct cm_id *id, struct cm_event *e);
+void cm_wait_acks(struct cm_id *cid);	/* lock held */
+int cm_wait(struct cm_id *cid);		/* sync ids: the call's event */
+void cm_channels_release(void);
 
 /* addr.c */
 int cm_bind(struct cm_id *cid, const struct sockaddr *addr);
@@ -235,8 +242,6 @@ int cm_listen_open(struct cm_id *cid);
 void cm_listen_accept(struct cm_id *listener);
 int cm_steer(struct cm_id *cid);
 bool cm_needs_steer(const struct cm_id *cid);
-void cm_parked_retry(void);
-void cm_channels_release(void);
 struct cm_dev *cm_dev_by_gid(const union ibv_gid *gid, uint8_t *index);
 void cm_gid_of(const struct sockaddr *sa, union ibv_gid *gid);
 void cm_sockaddr_of(const union ibv_gid *gid, uint16_t port,
@@ -249,11 +254,12 @@ bool cm_addr_multicast(const struct sockaddr *sa);
 
 /* qp.c */
 int cm_qp_init_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask);
+void cm_ah_attr(const struct cm_id *cid, struct ibv_ah_attr *ah);
 int cm_qp_to_rts(struct cm_id *cid);
 int cm_qp_to_rtr(struct cm_id *cid);
 int cm_qp_to_err(struct cm_id *cid);
 
-/* ibcm.c */
+/* ibcm.c, ibcm_send.c (the IB CM; ibcm_int.h has its own shares) */
 int cm_thread_start(void);
 int cm_dev_gsi(struct cm_dev *d);
 void cm_timer_arm(struct cm_id *cid, uint64_t period_ns, unsigned int tries);
@@ -267,5 +273,6 @@ int cm_send_rej(struct cm_id *cid, uint16_t reason, const void *priv,
 int cm_send_dreq(struct cm_id *cid);
 int cm_send_drep(struct cm_id *cid);
 void cm_conn_drop(struct cm_id *cid);
+void cm_parked_retry(void);		/* ibcm_listen.c */
 
 #endif

@@ -16,6 +16,88 @@
 
 #include "cm_int.h"
 
+/* An address handle's attributes for @cid's peer (the RTR's, a UD one's). */
+void cm_ah_attr(const struct cm_id *cid, struct ibv_ah_attr *ah)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	ah->port_num = 1;
+	ah->grh.dgid = cid->id.route.addr.addr.ibaddr.dgid;
+	ah->grh.sgid_index = cid->sgid_index;
+	ah->grh.hop_limit = 64;
+	ah->grh.traffic_class = cid->tos;
+	ah->grh.flow_label = ntohl(cid->path.flow_label);
+}
+
+static int init_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask,
+		     bool connected, bool ud)
+{
+	*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	a->pkey_index = 0;
+	a->port_num = 1;
+	if (ud) {
+		*mask |= IBV_QP_QKEY;
+		a->qkey = CM_QKEY_UDP;
+	} else {
+		*mask |= IBV_QP_ACCESS_FLAGS;
+		if (connected) {
+			a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+			if (cid->resp_res)
+				a->qp_access_flags |=
+					IBV_ACCESS_REMOTE_READ |
+					IBV_ACCESS_REMOTE_ATOMIC;
+		}
+	}
+	return 0;
+}
+
+static int rtr_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask,
+		    bool connected, bool ud, bool rc)
+{
+	*mask = IBV_QP_STATE;
+	if (ud)
+		return 0;
+	if (!connected)
+		return -EINVAL;
+	*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		 IBV_QP_RQ_PSN;
+	cm_ah_attr(cid, &a->ah_attr);
+	a->path_mtu = cid->path_mtu ? (enum ibv_mtu)cid->path_mtu :
+				      IBV_MTU_1024;
+	a->dest_qp_num = cid->remote_qpn;
+	a->rq_psn = cid->rq_psn;
+	if (rc) {
+		*mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_MIN_RNR_TIMER;
+		a->max_dest_rd_atomic = cid->resp_res;
+		a->min_rnr_timer = 0;
+	}
+	return 0;
+}
+
+static int rts_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask,
+		    bool connected, bool ud, bool rc)
+{
+	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (ud) {
+		a->sq_psn = 0;
+		return 0;
+	}
+	if (!connected)
+		return -EINVAL;
+	a->sq_psn = cid->sq_psn;
+	if (rc) {
+		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		a->timeout = cid->ack_timeout_set ? cid->ack_timeout :
+						     CM_PACKET_LIFETIME + 1;
+		a->retry_cnt = cid->retry_count;
+		a->rnr_retry = cid->rnr_retry;
+		a->max_rd_atomic = cid->init_depth;
+	}
+	return 0;
+}
+
 int cm_qp_init_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask)
 {
 	bool connected = cid->cm != CM_IDLE;
@@ -24,7 +106,6 @@ int cm_qp_init_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask)
 		  cid->id.qp_type == IBV_QPT_XRC_SEND ||
 		  cid->id.qp_type == IBV_QPT_XRC_RECV;
 	enum ibv_qp_state state = a->qp_state;
-	struct ibv_ah_attr *ah = &a->ah_attr;
 
 	if (!cid->dev)
 		return -EINVAL;
@@ -32,68 +113,11 @@ int cm_qp_init_attr(struct cm_id *cid, struct ibv_qp_attr *a, int *mask)
 	a->qp_state = state;
 	switch (state) {
 	case IBV_QPS_INIT:
-		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-		a->pkey_index = 0;
-		a->port_num = 1;
-		if (ud) {
-			*mask |= IBV_QP_QKEY;
-			a->qkey = CM_QKEY_UDP;
-		} else {
-			*mask |= IBV_QP_ACCESS_FLAGS;
-			if (connected) {
-				a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-				if (cid->resp_res)
-					a->qp_access_flags |=
-						IBV_ACCESS_REMOTE_READ |
-						IBV_ACCESS_REMOTE_ATOMIC;
-			}
-		}
-		return 0;
+		return init_attr(cid, a, mask, connected, ud);
 	case IBV_QPS_RTR:
-		*mask = IBV_QP_STATE;
-		if (ud)
-			return 0;
-		if (!connected)
-			return -EINVAL;
-		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			 IBV_QP_RQ_PSN;
-		ah->is_global = 1;
-		ah->port_num = 1;
-		ah->grh.dgid = cid->id.route.addr.addr.ibaddr.dgid;
-		ah->grh.sgid_index = cid->sgid_index;
-		ah->grh.hop_limit = 64;
-		ah->grh.traffic_class = cid->tos;
-		ah->grh.flow_label = ntohl(cid->path.flow_label);
-		a->path_mtu = cid->path_mtu ? (enum ibv_mtu)cid->path_mtu :
-					      IBV_MTU_1024;
-		a->dest_qp_num = cid->remote_qpn;
-		a->rq_psn = cid->rq_psn;
-		if (rc) {
-			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
-				 IBV_QP_MIN_RNR_TIMER;
-			a->max_dest_rd_atomic = cid->resp_res;
-			a->min_rnr_timer = 0;
-		}
-		return 0;
+		return rtr_attr(cid, a, mask, connected, ud, rc);
 	case IBV_QPS_RTS:
-		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		if (ud) {
-			a->sq_psn = 0;
-			return 0;
-		}
-		if (!connected)
-			return -EINVAL;
-		a->sq_psn = cid->sq_psn;
-		if (rc) {
-			*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-			a->timeout = cid->ack_timeout_set ? cid->ack_timeout :
-							     CM_PACKET_LIFETIME + 1;
-			a->retry_cnt = cid->retry_count;
-			a->rnr_retry = cid->rnr_retry;
-			a->max_rd_atomic = cid->init_depth;
-		}
-		return 0;
+		return rts_attr(cid, a, mask, connected, ud, rc);
 	default:
 		return -EINVAL;
 	}

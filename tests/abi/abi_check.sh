@@ -41,40 +41,8 @@ REF=${URXE_ABI_REFERENCE:-$SYSLIB/libibverbs.so.1}
 PYTHON=/usr/bin/python3
 PYVERBS_DIR=/usr/lib/python3/dist-packages/pyverbs
 
-npass=0
-nfail=0
-
-pass() { echo "PASS  $*"; npass=$((npass + 1)); }
-fail() { echo "FAIL  $*"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP  *** $* ***"; }
-# Indents detail lines under the FAIL line they explain.
-detail() { sed 's/^/        /'; }
-
-installed() {
-	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
-}
-
-is_elf() {
-	[ -f "$1" ] && [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]
-}
-
-# Defined dynamic symbols as "name@ver TYPE" (version nodes show as plain
-# names of type OBJECT, which is fine: both sides have them).
-defined_syms() {
-	readelf --dyn-syms -W "$1" |
-		awk 'NR > 3 && $7 != "UND" && $8 != "" { print $8, $4 }' | sort
-}
-
-# Version definitions as "flags name <- parent...", one line per node.
-verdefs() {
-	objdump -p "$1" | awk '
-		/^Version definitions:/ { in_defs = 1; next }
-		in_defs && /^$/ { exit }
-		in_defs && /^Version / { exit }
-		in_defs && /^[0-9]/ { if (line != "") print line; line = $2 " " $4; next }
-		in_defs && /^[ \t]/ { line = line " <- " $1 }
-		END { if (line != "") print line }' | sort
-}
+# shellcheck source=tests/abi/abi_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/abi_lib.sh"
 
 sym_field() {	# sym_field LIB NAME FIELD(readelf column)
 	readelf --dyn-syms -W "$1" |
@@ -82,14 +50,9 @@ sym_field() {	# sym_field LIB NAME FIELD(readelf column)
 }
 
 check_identity() {
-	local soname diff_out size type private
+	local size type private ours
 
-	soname=$(readelf -d "$OURS" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-	if [ "$soname" = libibverbs.so.1 ]; then
-		pass "SONAME is libibverbs.so.1"
-	else
-		fail "SONAME is '$soname', want libibverbs.so.1"
-	fi
+	check_soname libibverbs.so.1
 
 	size=$(sym_field "$OURS" verbs_allow_disassociate_destroy 3)
 	type=$(sym_field "$OURS" verbs_allow_disassociate_destroy 4)
@@ -112,21 +75,15 @@ check_identity() {
 	else
 		fail "private symbols are '$private', want urxe_private_gsi@@URXE_PRIVATE_1 alone"
 	fi
-	diff_out=$(diff <(defined_syms "$REF") <(defined_syms "$OURS" | grep -v 'URXE_PRIVATE_'))
-	if [ -z "$diff_out" ]; then
-		pass "dynamic symbols identical to $REF ($(defined_syms "$OURS" | wc -l) defined)"
-	else
-		fail "dynamic symbols differ from $REF (< reference, > ours):"
-		echo "$diff_out" | grep '^[<>]' | detail
-	fi
+	ours=$(defined_syms "$OURS")
+	same "dynamic symbols identical to $REF ($(echo "$ours" | wc -l) defined)" \
+		"dynamic symbols differ from $REF (< reference, > ours):" \
+		"$(defined_syms "$REF")" "$(echo "$ours" | grep -v 'URXE_PRIVATE_')"
 
-	diff_out=$(diff <(verdefs "$REF") <(verdefs "$OURS" | grep -v ' URXE_PRIVATE_'))
-	if [ -z "$diff_out" ]; then
-		pass "version definitions identical ($(verdefs "$OURS" | wc -l) incl. base)"
-	else
-		fail "version definitions differ from $REF (< reference, > ours):"
-		echo "$diff_out" | grep '^[<>]' | detail
-	fi
+	ours=$(verdefs "$OURS")
+	same "version definitions identical ($(echo "$ours" | wc -l) incl. base)" \
+		"version definitions differ from $REF (< reference, > ours):" \
+		"$(verdefs "$REF")" "$(echo "$ours" | grep -v ' URXE_PRIVATE_')"
 }
 
 # Some pyverbs modules (enums, base, wr, ...) only use inline verbs and do
@@ -230,5 +187,4 @@ else
 	check_pyverbs_import
 fi
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

@@ -48,54 +48,17 @@ EXPECTED_VERDEFS='0x00 RDMACM_1.0
 0x00 RDMACM_1.3 <- RDMACM_1.2
 0x01 librdmacm.so.1'
 
-npass=0
-nfail=0
-
-pass() { echo "PASS  $*"; npass=$((npass + 1)); }
-fail() { echo "FAIL  $*"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP  *** $* ***"; }
-# Indents detail lines under the FAIL line they explain.
-detail() { sed 's/^/        /'; }
-
-installed() {
-	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
-}
-
-is_elf() {
-	[ -f "$1" ] && [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]
-}
+# shellcheck source=tests/abi/abi_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/abi_lib.sh"
 
 needs_rdmacm() {
 	readelf -d "$1" 2>/dev/null | grep -q 'NEEDED.*\[librdmacm\.so\.1\]'
 }
 
-# Defined dynamic symbols as "name@@node TYPE"; the node names themselves
-# show up as OBJECTs on both sides.
-defined_syms() {
-	readelf --dyn-syms -W "$1" |
-		awk 'NR > 3 && $7 != "UND" && $8 != "" { print $8, $4 }' | sort
-}
-
-# Version definitions as "flags name <- parent...", one line per node.
-verdefs() {
-	objdump -p "$1" | awk '
-		/^Version definitions:/ { in_defs = 1; next }
-		in_defs && /^$/ { exit }
-		in_defs && /^Version / { exit }
-		in_defs && /^[0-9]/ { if (line != "") print line; line = $2 " " $4; next }
-		in_defs && /^[ \t]/ { line = line " <- " $1 }
-		END { if (line != "") print line }' | sort
-}
-
 check_identity() {
-	local soname needed diff_out want
+	local needed want ours
 
-	soname=$(readelf -d "$OURS" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-	if [ "$soname" = librdmacm.so.1 ]; then
-		pass "SONAME is librdmacm.so.1"
-	else
-		fail "SONAME is '$soname', want librdmacm.so.1"
-	fi
+	check_soname librdmacm.so.1
 
 	needed=$(readelf -d "$OURS" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 	if echo "$needed" | grep -qx 'libibverbs\.so\.1'; then
@@ -107,34 +70,23 @@ check_identity() {
 
 	if [ -f "$REF" ]; then
 		want=$(verdefs "$REF")
-		diff_out=$(diff <(echo "$want") <(verdefs "$OURS"))
-		if [ -z "$diff_out" ]; then
-			pass "version definitions identical to $REF ($(echo "$want" | wc -l) incl. base)"
-		else
-			fail "version definitions differ from $REF (< reference, > ours):"
-			echo "$diff_out" | grep '^[<>]' | detail
-		fi
+		same "version definitions identical to $REF ($(echo "$want" | wc -l) incl. base)" \
+			"version definitions differ from $REF (< reference, > ours):" \
+			"$want" "$(verdefs "$OURS")"
 	else
-		diff_out=$(diff <(echo "$EXPECTED_VERDEFS") <(verdefs "$OURS"))
-		if [ -z "$diff_out" ]; then
-			pass "version definitions are rdma-core 44's chain (reference $REF absent)"
-		else
-			fail "version definitions differ from rdma-core 44's (< expected, > ours):"
-			echo "$diff_out" | grep '^[<>]' | detail
-		fi
+		same "version definitions are rdma-core 44's chain (reference $REF absent)" \
+			"version definitions differ from rdma-core 44's (< expected, > ours):" \
+			"$EXPECTED_VERDEFS" "$(verdefs "$OURS")"
 	fi
 
 	if [ ! -f "$REF" ]; then
 		skip "reference $REF absent (package librdmacm1): symbol comparison not run"
 		return
 	fi
-	diff_out=$(diff <(defined_syms "$REF") <(defined_syms "$OURS"))
-	if [ -z "$diff_out" ]; then
-		pass "dynamic symbols identical to $REF ($(defined_syms "$OURS" | wc -l) defined)"
-	else
-		fail "dynamic symbols differ from $REF (< reference, > ours):"
-		echo "$diff_out" | grep '^[<>]' | detail
-	fi
+	ours=$(defined_syms "$OURS")
+	same "dynamic symbols identical to $REF ($(echo "$ours" | wc -l) defined)" \
+		"dynamic symbols differ from $REF (< reference, > ours):" \
+		"$(defined_syms "$REF")" "$ours"
 }
 
 check_ldd() {	# check_ldd FILE
@@ -208,5 +160,4 @@ else
 	check_clients
 fi
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

@@ -43,59 +43,18 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-# shellcheck source=tests/integration/lib.sh
-. "$HERE/../integration/lib.sh"
+# shellcheck source=tests/vm/vm_lib.sh
+. "$HERE/vm_lib.sh"
 
-# A skipped tier hides a whole class of bugs: say so where it shows.
-loud_skip() {
-	printf '\n%s\nSKIP: %s\n%s\n\n' "!!!!!!!!!!" "$*" "!!!!!!!!!!"
-	exit 77
-}
-[ "$(id -u)" -eq 0 ] || loud_skip "needs root (the VM tier boots QEMU on a tap in a network namespace)"
-SHARED=${URXE_SHARED:-$SRC/../shared}
-VMDIR=$SHARED/vm
-[ -x "$VMDIR/vm.sh" ] ||
-	loud_skip "../shared/vm not found (no $VMDIR/vm.sh; set URXE_SHARED to the directory holding vm/)"
-
-urxe_it_init "$@"
-assert_lib_loaded
-
-readonly URXE_IP=198.18.1.1 KERNEL_IP=198.18.1.2
-export TAP=rxetap0 HOST_IP=$URXE_IP VM_IP=$KERNEL_IP
-export URXE_VM_ENV=$WORK/vm-env.sh
-# host.sh runs inside vm.sh's namespace and takes over this state.
-declare -p B WORK RUNDIR UHOME TUSER AS_USER SAN_ENV >"$URXE_VM_ENV"
-VM_TIMEOUT=${URXE_VM_TIMEOUT:-100}
+vm_require
+vm_start "$@"
+readonly URXE_IP=$HOST_IP KERNEL_IP=$VM_IP
 VALIDATE=$B/tests/urxe-validate
 [ -x "$VALIDATE" ] || die "$VALIDATE is not built"
-
-VMWORK=${URXE_VM_DIR:-/tmp/urxe-vm}
-if [ ! -f "$VMWORK/out/vmlinuz" ] || [ ! -f "$VMWORK/out/initramfs.cpio.gz" ]; then
-	note "no VM image in $VMWORK/out: building it (downloads Debian packages)"
-	capture vm_build "$VMDIR/build.sh"
-	[ "$RC" -eq 0 ] || { show vm_build; die "$VMDIR/build.sh failed"; }
-fi
+vm_image
 command -v tcpdump >/dev/null || die "no tcpdump (build.sh installs it)"
 
 T0=$SECONDS
-# boot NAME VAR=VAL... MODE [SCRIPT] -- HOST_CMD...: one vm.sh run, its
-# output in NAME.out (the VM's console included).
-boot() {
-	local name=$1 t=$SECONDS vars=()
-	shift
-	while [[ $1 == *=* ]]; do vars+=("$1"); shift; done
-	capture "$name" env "${vars[@]}" TIMEOUT="$VM_TIMEOUT" \
-		SERVER_TMO=$((VM_TIMEOUT - 10)) LOGDIR="$WORK/vmlogs" \
-		"$VMDIR/vm.sh" "$@"
-	note "$name: vm.sh $1 exited $RC after $((SECONDS - t)) s"
-	if [ "$RC" -eq 0 ]; then
-		pass "$name: vm.sh $1 exits 0 (VM side and host side)"
-	else
-		fail "$name: vm.sh $1 exit $RC"
-		tail -n 40 "$(out "$name")" | sed 's/^/#     | /'
-	fi
-}
-
 # host_rc NAME: the exit status host.sh recorded for its program NAME.
 host_rc() { cat "$WORK/out/$1.rc" 2>/dev/null || echo "missing (never ran)"; }
 
@@ -210,7 +169,7 @@ UDOK='^ *1024 +200 +[0-9.]+ +[0-9.]+'
 SENDS=(SEND_FIRST SEND_MIDDLE SEND_LAST ACKNOWLEDGE)
 
 # Boot 1: kernel rxe servers, urxe clients.
-boot boot1 SRV=both PPARGS="-n 100 -s 4096" BWARGS="-F -n 200" \
+vm_boot boot1 SRV=both PPARGS="-n 100 -s 4096" BWARGS="-F -n 200" \
 	server -- "$HERE/host.sh" server
 host_ok "boot1: urxe ibv_rc_pingpong client -> kernel rxe server (4096 B x 100)" \
 	pp_client "$PPOK"
@@ -229,7 +188,7 @@ pcap_side write_bw kernel "$KERNEL_IP" ACKNOWLEDGE
 
 # Boot 2: urxe's pingpong server (up before the VM boots), kernel rxe's
 # read and atomic servers.
-boot boot2 cmd "$(sed '/^#/d' "$HERE/vm_script.sh")" -- "$HERE/host.sh" cmd
+vm_boot boot2 cmd "$(sed '/^#/d' "$HERE/vm_script.sh")" -- "$HERE/host.sh" cmd
 host_ok "boot2: urxe ibv_rc_pingpong server <- kernel rxe client (4096 B x 100)" \
 	pp_server "$PPOK"
 expect_match "boot2: kernel rxe ibv_rc_pingpong client exits 0" boot2 '^VMT pp_client rc=0'
@@ -291,7 +250,7 @@ if [ "${URXE_VM_PACKET:-1}" != 0 ]; then
 		exec "$QEMU" "\$@" -object filter-dump,id=urxedump,netdev=n0,file="$WORK/cap-packetvm.pcap"
 	EOF
 	chmod 755 "$WORK/qemu-wrap/qemu-system-x86_64"
-	boot boot3 PATH="$WORK/qemu-wrap:$PATH" \
+	vm_boot boot3 PATH="$WORK/qemu-wrap:$PATH" \
 		cmd "$(sed '/^#/d' "$HERE/vm_script_packet.sh")" -- "$HERE/host.sh" packet
 	host_ok "boot3: urxe (packet backend) ibv_rc_pingpong client -> kernel rxe server (4096 B x 100)" \
 		pkt_pp_client "$PPOK"

@@ -30,48 +30,17 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-# shellcheck source=tests/integration/lib.sh
-. "$HERE/../integration/lib.sh"
+# shellcheck source=tests/vm/vm_lib.sh
+. "$HERE/vm_lib.sh"
 
-loud_skip() {
-	printf '\n%s\nSKIP: %s\n%s\n\n' "!!!!!!!!!!" "$*" "!!!!!!!!!!"
-	exit 77
-}
-[ "$(id -u)" -eq 0 ] || loud_skip "needs root (QEMU on a tap in a network namespace)"
-SHARED=${URXE_SHARED:-$SRC/../shared}
-VMDIR=$SHARED/vm
-[ -x "$VMDIR/vm.sh" ] ||
-	loud_skip "../shared/vm not found (no $VMDIR/vm.sh; set URXE_SHARED to the directory holding vm/)"
+vm_require
 command -v tshark >/dev/null || loud_skip "no tshark"
-
-urxe_it_init "$@"
-# shellcheck disable=SC2119 # no namespace: the host's
-assert_lib_loaded
-
-export TAP=rxetap0 HOST_IP=198.18.1.1 VM_IP=198.18.1.2
-export URXE_VM_ENV=$WORK/vm-env.sh
-declare -p B WORK RUNDIR UHOME TUSER AS_USER SAN_ENV >"$URXE_VM_ENV"
-VM_TIMEOUT=${URXE_VM_TIMEOUT:-100}
-VMWORK=${URXE_VM_DIR:-/tmp/urxe-vm}
-if [ ! -f "$VMWORK/out/vmlinuz" ] || [ ! -f "$VMWORK/out/initramfs.cpio.gz" ]; then
-	note "no VM image in $VMWORK/out: building it (downloads Debian packages)"
-	capture vm_build "$VMDIR/build.sh"
-	[ "$RC" -eq 0 ] || { show vm_build; die "$VMDIR/build.sh failed"; }
-fi
+vm_start "$@"
+vm_image
 
 # boot NAME SCRIPT HOST_MODE: one vm.sh cmd run with the tap captured.
 boot() {
-	local name=$1 script=$2 mode=$3 t=$SECONDS
-	capture "$name" env TIMEOUT="$VM_TIMEOUT" SERVER_TMO=$((VM_TIMEOUT - 10)) \
-		LOGDIR="$WORK/vmlogs" PCAP="$WORK/$name.pcap" \
-		"$VMDIR/vm.sh" cmd "$script" -- "$HERE/host_cm.sh" "$mode"
-	note "$name: vm.sh cmd exited $RC after $((SECONDS - t)) s"
-	if [ "$RC" -eq 0 ]; then
-		pass "$name: vm.sh exits 0 (the VM's rping and urxe's)"
-	else
-		fail "$name: vm.sh exit $RC"
-		tail -n 30 "$(out "$name")" | sed 's/^/#     | /'
-	fi
+	vm_boot "$1" PCAP="$WORK/$1.pcap" cmd "$2" -- "$HERE/host_cm.sh" "$3"
 }
 
 # handshake NAME DREQ_FROM: the CM attributes the capture holds, both
@@ -127,23 +96,48 @@ rc_is0() {
 	test "$(cat "$WORK/out/$1.rc" 2>/dev/null)" = 0
 }
 
+# both_exit0 BOOT PREFIX ROLE PEER_ROLE PROGRAM...: each PROGRAM exited 0
+# on urxe's side (host_cm.sh's PREFIXPROGRAM, the ROLE) and in the VM.
+both_exit0() {
+	local boot=$1 prefix=$2 role=$3 peer=$4 p
+	shift 4
+	for p in "$@"; do
+		check "$boot: urxe's $p $role exits 0 (rc $(cat "$WORK/out/$prefix$p.rc" 2>/dev/null))" \
+			rc_is0 "$prefix$p"
+		expect_match "$boot: the kernel's $p $peer exits 0" "$boot" "^VMT $p rc=0"
+	done
+}
+
+# moved BOOT PREFIX [ROLE]: urxe's ucmatose and udaddy (host_cm.sh's
+# PREFIXucmatose, PREFIXudaddy) finished their transfers.
+moved() {
+	expect_match "$1: urxe's ucmatose${3:+ $3} moved its 10 messages" "${2}ucmatose" \
+		'data transfers complete'
+	expect_match "$1: urxe's udaddy${3:+ $3} moved its messages" "${2}udaddy" \
+		'data transfers complete'
+}
+
+# rping_ok BOOT ROLE PEER_ROLE PREFIX: urxe's rping ROLE (host_cm.sh's
+# cm_ROLE) exited 0 having printed 10 "PREFIXping data" lines, and the
+# VM's rping PEER_ROLE exited 0.
+rping_ok() {
+	local n
+	check "$1: urxe's rping $2 exits 0 (rc $(cat "$WORK/out/cm_$2.rc" 2>/dev/null))" \
+		rc_is0 "cm_$2"
+	n=$(grep -c "^${4}ping data: rdma-ping-" "$(out "cm_$2")" || true)
+	check "$1: urxe's $2 saw the kernel $3's 10 pings ($n)" test "$n" -eq 10
+	expect_match "$1: the kernel's rping $3 exits 0" "$1" "^VMT rping_$3 rc=0"
+}
+
 # 1. kernel passive, urxe active.
 boot cm1 'rping -s -a 198.18.1.2 -v -C 10; echo "VMT rping_server rc=$?"' client
-check "cm1: urxe's rping client exits 0 (rc $(cat "$WORK/out/cm_client.rc" 2>/dev/null))" \
-	test "$(cat "$WORK/out/cm_client.rc" 2>/dev/null)" = 0
-n=$(grep -c '^ping data: rdma-ping-' "$(out cm_client)" || true)
-check "cm1: urxe's client saw the kernel server's 10 pings ($n)" test "$n" -eq 10
-expect_match "cm1: the kernel's rping server exits 0" cm1 '^VMT rping_server rc=0'
+rping_ok cm1 client server ""
 handshake cm1 "$HOST_IP"
 validate cm1
 
 # 2. urxe passive, kernel active (the VM retries until urxe listens).
 boot cm2 'for i in 1 2 3 4 5 6 7 8 9 10; do rping -c -a 198.18.1.1 -v -C 10 && { echo "VMT rping_client rc=0"; break; }; sleep 2; done' server
-check "cm2: urxe's rping server exits 0 (rc $(cat "$WORK/out/cm_server.rc" 2>/dev/null))" \
-	test "$(cat "$WORK/out/cm_server.rc" 2>/dev/null)" = 0
-n=$(grep -c '^server ping data: rdma-ping-' "$(out cm_server)" || true)
-check "cm2: urxe's server saw the kernel client's 10 pings ($n)" test "$n" -eq 10
-expect_match "cm2: the kernel's rping client exits 0" cm2 '^VMT rping_client rc=0'
+rping_ok cm2 server client "server "
 handshake cm2 "$VM_IP"
 validate cm2
 
@@ -153,15 +147,8 @@ udaddy -b 198.18.1.2; r2=$?; echo "VMT udaddy rc=$r2"
 [ $r1 = 0 ] && [ $r2 = 0 ]' clients
 expect_match "cm3: urxe's ucmatose to a port nobody listens on at the kernel's gets RDMA_CM_EVENT_REJECTED, reason 8" \
 	cm_rej 'RDMA_CM_EVENT_REJECTED, error: 8'
-for p in ucmatose udaddy; do
-	check "cm3: urxe's $p client exits 0 (rc $(cat "$WORK/out/cm_$p.rc" 2>/dev/null))" \
-		rc_is0 "cm_$p"
-	expect_match "cm3: the kernel's $p server exits 0" cm3 "^VMT $p rc=0"
-done
-expect_match "cm3: urxe's ucmatose moved its 10 messages" cm_ucmatose \
-	'data transfers complete'
-expect_match "cm3: urxe's udaddy moved its messages" cm_udaddy \
-	'data transfers complete'
+both_exit0 cm3 cm_ client server ucmatose udaddy
+moved cm3 cm_
 carried_rej_sidr cm3
 
 validate cm3
@@ -176,17 +163,10 @@ sleep 2
 try 10 rej && { echo "VMT reject ok"; n=$((n + 1)); }
 try 40 ib_write_bw -R -d rxe0 -n 200 -F 198.18.1.1 && { echo "VMT write_bw rc=0"; n=$((n + 1)); }
 [ $n = 4 ]' servers
-for p in ucmatose udaddy write_bw; do
-	check "cm4: urxe's $p server exits 0 (rc $(cat "$WORK/out/cm_s_$p.rc" 2>/dev/null))" \
-		rc_is0 "cm_s_$p"
-	expect_match "cm4: the kernel's $p client exits 0" cm4 "^VMT $p rc=0"
-done
+both_exit0 cm4 cm_s_ server client ucmatose udaddy write_bw
 expect_match "cm4: the kernel's ucmatose to a port nobody listens on at urxe's gets RDMA_CM_EVENT_REJECTED, reason 8" \
 	cm4 '^VMT reject ok'
-expect_match "cm4: urxe's ucmatose server moved its 10 messages" cm_s_ucmatose \
-	'data transfers complete'
-expect_match "cm4: urxe's udaddy server moved its messages" cm_s_udaddy \
-	'data transfers complete'
+moved cm4 cm_s_ server
 expect_match "cm4: urxe's ib_write_bw -R server printed its result" cm_s_write_bw \
 	'^ *65536 +200 '
 carried_rej_sidr cm4
