@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The XRC files of a user's runtime directory (xrcd_file.h), read and
- * written as bytes.  The directory is the user's own (netdev/rundir.c):
+ * written as bytes.  The directory is the user's own (host/rundir.c):
  * no other user reaches these files.  Still, nothing here trusts them
  * further than bounds: slots and numbers read are only compared, indexes
  * are always the loops' own, and tests/fuzz/fuzz_rundir.c feeds the
@@ -23,24 +23,13 @@
 _Static_assert(sizeof(struct urxe_xrcd_entry) == 88, "registry entry layout");
 _Static_assert(offsetof(struct urxe_xrcd_registry, e) == 64, "registry header");
 
-/* Maps @len bytes of @fd shared, growing the file to hold them. */
-static void *map_sized(int fd, size_t len)
-{
-	struct stat st;
-	void *p;
-
-	if (fstat(fd, &st))
-		return NULL;
-	if ((size_t)st.st_size < len && ftruncate(fd, (off_t)len))
-		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
 int urxe_xrcd_registry_map(int fd, struct urxe_xrcd_registry **out)
 {
-	struct urxe_xrcd_registry *reg = map_sized(fd, sizeof(*reg));
+	struct urxe_xrcd_registry *reg;
 
+	/* The whole registry, shared, the file grown to hold it. */
+	reg = urxe_regfile_map(fd, sizeof(*reg), 0, sizeof(*reg),
+			       PROT_READ | PROT_WRITE);
 	if (!reg)
 		return -errno;
 	if (reg->magic != XRCD_MAGIC || reg->nentries != URXE_XRCD_ENTRIES) {
@@ -54,7 +43,7 @@ int urxe_xrcd_registry_map(int fd, struct urxe_xrcd_registry **out)
 
 void urxe_xrcd_registry_unmap(struct urxe_xrcd_registry *reg)
 {
-	munmap(reg, sizeof(*reg));
+	urxe_regfile_unmap(reg, sizeof(*reg));
 }
 
 bool urxe_xrcd_entry_live(int fd, int i)
@@ -124,7 +113,8 @@ int urxe_xs_map(int fd, unsigned int slot, struct urxe_xs_file **out)
 	rc = urxe_ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, 0);
 	if (rc)
 		return rc;
-	f = map_sized(fd, sizeof(*f));
+	f = urxe_regfile_map(fd, sizeof(*f), 0, sizeof(*f),
+			     PROT_READ | PROT_WRITE);
 	if (!f) {
 		rc = -errno;
 		goto out;
@@ -145,7 +135,7 @@ int urxe_xs_map(int fd, unsigned int slot, struct urxe_xs_file **out)
 			f->srq[i].in_use = 0;
 	rc = urxe_ofd_lock(fd, F_OFD_SETLK, F_RDLCK, URXE_XS_LIVE + (off_t)slot);
 	if (rc)
-		munmap(f, sizeof(*f));
+		urxe_regfile_unmap(f, sizeof(*f));
 	else
 		*out = f;
 out:
@@ -155,7 +145,7 @@ out:
 
 void urxe_xs_unmap(struct urxe_xs_file *f)
 {
-	munmap(f, sizeof(*f));
+	urxe_regfile_unmap(f, sizeof(*f));
 }
 
 struct urxe_xs_tgt *urxe_xs_tgt_find(struct urxe_xs_file *f, int fd,

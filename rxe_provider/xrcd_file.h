@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include <urxe/engine.h>
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 /* ---- the registry: <userdir>/xrcd ---- */
 
