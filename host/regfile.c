@@ -58,6 +58,16 @@ int urxe_ofd_lock_file(int fd, short type)
 	return 0;
 }
 
+int urxe_regfile_lock(int fd)
+{
+	return urxe_ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, 0);
+}
+
+void urxe_regfile_unlock(int fd)
+{
+	urxe_ofd_lock(fd, F_OFD_SETLK, F_UNLCK, 0);
+}
+
 /* Grows the file once; growing it to the same size twice is harmless. */
 static int grow(int fd, off_t size)
 {

@@ -2,9 +2,10 @@
 /*
  * Contract of the host layer: what the device instances of this host
  * share, kept in each user's runtime directory — its slots, the loopback
- * multicast registry, the per-slot statistics — and the one way every
- * registry file there is opened, locked, sized and mapped (regfile.c; the
- * XRC registry and domain files of rxe_provider/xrcd_file.c use it too).
+ * multicast registry, the per-slot statistics, the registry of XRC
+ * domains — and the one way every registry file there is locked, sized
+ * and mapped (regfile.c; an XRC domain's own file, rxe_provider/
+ * xrcd_file.c, uses it too).
  * Nothing here knows about verbs or packets.
  */
 #ifndef URXE_HOST_H
@@ -15,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* ---- registry files (regfile.c) ---- */
@@ -44,6 +46,13 @@ int urxe_ofd_test(int fd, off_t at);
  * signals: 0 or a negative errno.  Closing @fd drops it.
  */
 int urxe_ofd_lock_file(int fd, short type);
+/*
+ * The mutex of a registry that keeps other locks beside it (the XRC
+ * registry and domains): a write lock on byte 0, waited for (0 or
+ * -errno); urxe_regfile_unlock() drops it.
+ */
+int urxe_regfile_lock(int fd);
+void urxe_regfile_unlock(int fd);
 
 /*
  * Maps bytes [@off, @off + @len) of registry file @fd, MAP_SHARED with
@@ -275,5 +284,51 @@ int urxe_stats_open(const char *rundir);
  * (never claimed, or being claimed right now), or a negative errno.
  */
 int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out);
+
+/* ---- the registry of XRC domains (xrcd_registry.c): <rundir>/xrcd ---- */
+
+/*
+ * Which of the user's file-backed XRC domains exist, host-wide: an entry
+ * per domain (device key, the file's inode, a generation), locks on the
+ * file saying who holds which (rxe_provider/xrcd.c tells the story).
+ * Readers take whatever is in the file: a value out of range finds
+ * nothing, it is never an index.
+ */
+
+#define URXE_XRCD_ENTRIES 4096
+#define URXE_XRCD_KEY_MAX 64
+
+struct urxe_xrcd_entry {
+	uint32_t in_use;
+	uint32_t gen;
+	uint64_t st_dev;
+	uint64_t st_ino;
+	char dev[URXE_XRCD_KEY_MAX];	/* the device key (rxe_provider/xrcd.c) */
+};
+
+struct urxe_xrcd_registry {
+	uint32_t magic;
+	uint32_t nentries;
+	uint8_t pad[56];
+	struct urxe_xrcd_entry e[URXE_XRCD_ENTRIES];
+};
+
+/*
+ * Maps the registry of @fd (sizing the file; a file without the magic is
+ * made an empty registry).  The caller holds the registry mutex (a write
+ * lock on byte 0).
+ */
+int urxe_xrcd_registry_map(int fd, struct urxe_xrcd_registry **out);
+void urxe_xrcd_registry_unmap(struct urxe_xrcd_registry *reg);
+/* Whether a handle other than @fd's holds entry @i's domain open. */
+bool urxe_xrcd_entry_live(int fd, int i);
+/*
+ * Finds or (O_CREAT) makes the domain of inode @st on device @key, and
+ * takes @fd's read lock on it: the entry index, or -EAGAIN (none and no
+ * O_CREAT), -EINVAL (O_EXCL and one exists), -ENOSPC, -errno.
+ */
+int urxe_xrcd_registry_join(struct urxe_xrcd_registry *reg, int fd,
+			    const char *key, const struct stat *st, int oflags,
+			    uint32_t *gen, bool *created);
 
 #endif
