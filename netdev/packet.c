@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/host.h>
 #include <urxe/ipudp.h>
 #include <urxe/log.h>
 #include <urxe/netdev.h>

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/host.h>
 #include <urxe/icrc.h>
-#include <urxe/netdev.h>
 #include <urxe/wire.h>
 
 #include "engine_int.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The engine's side of the slot's statistics record (netdev/stats.c).  The
+ * The engine's side of the slot's statistics record (host/stats.c).  The
  * engine-wide counters live in the record itself (eng->cnt points there),
  * bumped as they happen.  Per-QP counters are plain fields of each QP,
  * bumped under the progress lock, and copied into the record's QP table
@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #include "engine_int.h"
 

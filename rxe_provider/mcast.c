@@ -3,7 +3,7 @@
  * ibv_attach_mcast(3) and ibv_detach_mcast(3) for UD QPs.  The engine
  * keeps the (group, QP) pairs and delivers; here the checks the kernel's
  * ib_attach_mcast() and rxe make, and, on loopback, the host-wide
- * registry (netdev/mcast.c) that tells senders which slots to copy a
+ * registry (host/mcast.c) that tells senders which slots to copy a
  * group's packets to, on a real interface the receive socket's IP
  * membership (the packet backend: a socket of its own joins, and the
  * ring takes the frames): an instance joins a group with its first QP

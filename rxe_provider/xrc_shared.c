@@ -61,12 +61,12 @@ static void file_name(char *buf, size_t len, uint64_t domain_id)
 static void table_lock(struct urxe_xrc_dom *d)
 {
 	pthread_mutex_lock(&d->lock);
-	urxe_ofd_lock(d->fd, F_OFD_SETLKW, F_WRLCK, 0);
+	urxe_regfile_lock(d->fd);
 }
 
 static void table_unlock(struct urxe_xrc_dom *d)
 {
-	urxe_ofd_lock(d->fd, F_OFD_SETLK, F_UNLCK, 0);
+	urxe_regfile_unlock(d->fd);
 	pthread_mutex_unlock(&d->lock);
 }
 

@@ -6,7 +6,7 @@
  * (another user's opener has a domain of its own: docs/design.md).
  *
  * The user's state is one file, <userdir>/xrcd, mapped shared
- * (xrcd_file.c): a header, then URXE_XRCD_ENTRIES entries (device,
+ * (host/xrcd_registry.c): a header, then URXE_XRCD_ENTRIES entries (device,
  * st_dev, st_ino, gen).
  * Open file description locks on the same file carry the life of it:
  *   byte 0      the registry mutex (write lock, blocking);
@@ -27,7 +27,6 @@
 
 #include "provider_int.h"
 #include "xrc_shared.h"
-#include "xrcd_file.h"
 
 static atomic_ullong private_ids = 1;
 
@@ -61,7 +60,7 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 	lfd = urxe_rundir_open(x->dev->desc.rundir, "xrcd");
 	if (lfd < 0)
 		return lfd;
-	rc = urxe_ofd_lock(lfd, F_OFD_SETLKW, F_WRLCK, 0);
+	rc = urxe_regfile_lock(lfd);
 	if (rc)
 		goto err_close;
 	rc = urxe_xrcd_registry_map(lfd, &reg);
@@ -76,7 +75,7 @@ static int open_shared(struct urxe_xrcd *x, int fd, int oflags)
 			 URXE_XRCD_ENTRIES);
 	if (rc < 0)
 		goto err_close;
-	urxe_ofd_lock(lfd, F_OFD_SETLK, F_UNLCK, 0);
+	urxe_regfile_unlock(lfd);
 	x->entry = rc;
 	x->lock_fd = lfd;
 	x->domain_id = (uint64_t)gen << 32 | (uint32_t)rc;
@@ -181,7 +180,7 @@ void urxe_xrcd_release(struct urxe_xrcd *x)
 		struct urxe_xrcd_registry *reg;
 
 		/* The last handle out marks the entry free. */
-		if (!urxe_ofd_lock(x->lock_fd, F_OFD_SETLKW, F_WRLCK, 0) &&
+		if (!urxe_regfile_lock(x->lock_fd) &&
 		    !urxe_ofd_lock(x->lock_fd, F_OFD_SETLK, F_UNLCK, 1 + x->entry) &&
 		    !urxe_xrcd_entry_live(x->lock_fd, x->entry) &&
 		    !urxe_xrcd_registry_map(x->lock_fd, &reg)) {
@@ -192,7 +191,7 @@ void urxe_xrcd_release(struct urxe_xrcd *x)
 			}
 			urxe_xrcd_registry_unmap(reg);
 		}
-		urxe_ofd_lock(x->lock_fd, F_OFD_SETLK, F_UNLCK, 0);
+		urxe_regfile_unlock(x->lock_fd);
 	}
 	if (x->lock_fd >= 0)
 		close(x->lock_fd);

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The XRC files of a user's runtime directory (xrcd_file.h), read and
- * written as bytes.  The directory is the user's own (netdev/rundir.c):
- * no other user reaches these files.  Still, nothing here trusts them
- * further than bounds: slots and numbers read are only compared, indexes
- * are always the loops' own, and tests/fuzz/fuzz_rundir.c feeds the
- * readers arbitrary bytes.
+ * An XRC domain's file in a user's runtime directory (xrcd_file.h), read
+ * and written as bytes (the registry of domains: host/xrcd_registry.c).
+ * The directory is the user's own (host/rundir.c): no other user reaches
+ * these files.  Still, nothing here trusts them further than bounds:
+ * slots and numbers read are only compared, indexes are always the
+ * loops' own, and tests/fuzz/fuzz_rundir.c feeds the readers arbitrary
+ * bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,99 +18,7 @@
 
 #include "xrcd_file.h"
 
-#define XRCD_MAGIC 0x31637278u	/* "xrc1" */
 #define XS_MAGIC 0x32637278u	/* "xrc2" */
-
-_Static_assert(sizeof(struct urxe_xrcd_entry) == 88, "registry entry layout");
-_Static_assert(offsetof(struct urxe_xrcd_registry, e) == 64, "registry header");
-
-/* Maps @len bytes of @fd shared, growing the file to hold them. */
-static void *map_sized(int fd, size_t len)
-{
-	struct stat st;
-	void *p;
-
-	if (fstat(fd, &st))
-		return NULL;
-	if ((size_t)st.st_size < len && ftruncate(fd, (off_t)len))
-		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-int urxe_xrcd_registry_map(int fd, struct urxe_xrcd_registry **out)
-{
-	struct urxe_xrcd_registry *reg = map_sized(fd, sizeof(*reg));
-
-	if (!reg)
-		return -errno;
-	if (reg->magic != XRCD_MAGIC || reg->nentries != URXE_XRCD_ENTRIES) {
-		memset(reg, 0, sizeof(*reg));
-		reg->magic = XRCD_MAGIC;
-		reg->nentries = URXE_XRCD_ENTRIES;
-	}
-	*out = reg;
-	return 0;
-}
-
-void urxe_xrcd_registry_unmap(struct urxe_xrcd_registry *reg)
-{
-	munmap(reg, sizeof(*reg));
-}
-
-bool urxe_xrcd_entry_live(int fd, int i)
-{
-	return urxe_ofd_held(fd, 1 + i);
-}
-
-static bool entry_matches(const struct urxe_xrcd_entry *e, const char *key,
-			  const struct stat *st)
-{
-	return e->in_use && e->st_dev == st->st_dev && e->st_ino == st->st_ino &&
-	       !strncmp(e->dev, key, sizeof(e->dev));
-}
-
-int urxe_xrcd_registry_join(struct urxe_xrcd_registry *reg, int fd,
-			    const char *key, const struct stat *st, int oflags,
-			    uint32_t *gen, bool *created)
-{
-	int i, free_i = -1, rc;
-
-	for (i = 0; i < URXE_XRCD_ENTRIES; i++) {
-		struct urxe_xrcd_entry *e = &reg->e[i];
-
-		if (!e->in_use || !urxe_xrcd_entry_live(fd, i)) {
-			if (free_i < 0)
-				free_i = i;
-			continue;
-		}
-		if (entry_matches(e, key, st))
-			break;
-	}
-	if (i < URXE_XRCD_ENTRIES) {
-		if ((oflags & O_CREAT) && (oflags & O_EXCL))
-			return -EINVAL;
-	} else {
-		if (!(oflags & O_CREAT))
-			return -EAGAIN;
-		if (free_i < 0)
-			return -ENOSPC;
-		i = free_i;
-		reg->e[i].st_dev = st->st_dev;
-		reg->e[i].st_ino = st->st_ino;
-		snprintf(reg->e[i].dev, sizeof(reg->e[i].dev), "%s", key);
-		reg->e[i].gen++;
-		reg->e[i].in_use = 1;
-		*created = true;
-	}
-	rc = urxe_ofd_lock(fd, F_OFD_SETLK, F_RDLCK, 1 + i);
-	if (rc)
-		return rc;
-	*gen = reg->e[i].gen;
-	return i;
-}
-
-/* ---- a domain's tables ---- */
 
 bool urxe_xs_slot_live(int fd, unsigned int mine, unsigned int slot)
 {
@@ -121,10 +30,11 @@ int urxe_xs_map(int fd, unsigned int slot, struct urxe_xs_file **out)
 	struct urxe_xs_file *f;
 	int rc, i;
 
-	rc = urxe_ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, 0);
+	rc = urxe_regfile_lock(fd);
 	if (rc)
 		return rc;
-	f = map_sized(fd, sizeof(*f));
+	f = urxe_regfile_map(fd, sizeof(*f), 0, sizeof(*f),
+			     PROT_READ | PROT_WRITE);
 	if (!f) {
 		rc = -errno;
 		goto out;
@@ -145,17 +55,17 @@ int urxe_xs_map(int fd, unsigned int slot, struct urxe_xs_file **out)
 			f->srq[i].in_use = 0;
 	rc = urxe_ofd_lock(fd, F_OFD_SETLK, F_RDLCK, URXE_XS_LIVE + (off_t)slot);
 	if (rc)
-		munmap(f, sizeof(*f));
+		urxe_regfile_unmap(f, sizeof(*f));
 	else
 		*out = f;
 out:
-	urxe_ofd_lock(fd, F_OFD_SETLK, F_UNLCK, 0);
+	urxe_regfile_unlock(fd);
 	return rc;
 }
 
 void urxe_xs_unmap(struct urxe_xs_file *f)
 {
-	munmap(f, sizeof(*f));
+	urxe_regfile_unmap(f, sizeof(*f));
 }
 
 struct urxe_xs_tgt *urxe_xs_tgt_find(struct urxe_xs_file *f, int fd,

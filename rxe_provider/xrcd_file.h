@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The XRC files of a user's runtime directory, as bytes (xrcd_file.c):
- * the registry of domains ("xrcd", used by xrcd.c) and a file-backed
- * domain's shared tables ("xrcd.<entry>.<gen>", used by xrc_shared.c).
- * Their readers take whatever is in the files: a value out of range finds
+ * The XRC files of a user's runtime directory, as bytes: a file-backed
+ * domain's shared tables ("xrcd.<entry>.<gen>", xrcd_file.c, used by
+ * xrc_shared.c); the registry of domains ("xrcd", used by xrcd.c) is
+ * host.h's.  Their readers take whatever is in the files: a value out of range finds
  * nothing, it is never an index.  Functions return 0 or a negative errno
  * unless said otherwise.
  */
@@ -15,45 +15,7 @@
 #include <sys/stat.h>
 
 #include <urxe/engine.h>
-#include <urxe/netdev.h>
-
-/* ---- the registry: <userdir>/xrcd ---- */
-
-#define URXE_XRCD_ENTRIES 4096
-#define URXE_XRCD_KEY_MAX 64
-
-struct urxe_xrcd_entry {
-	uint32_t in_use;
-	uint32_t gen;
-	uint64_t st_dev;
-	uint64_t st_ino;
-	char dev[URXE_XRCD_KEY_MAX];	/* the device key (xrcd.c) */
-};
-
-struct urxe_xrcd_registry {
-	uint32_t magic;
-	uint32_t nentries;
-	uint8_t pad[56];
-	struct urxe_xrcd_entry e[URXE_XRCD_ENTRIES];
-};
-
-/*
- * Maps the registry of @fd (sizing the file; a file without the magic is
- * made an empty registry).  The caller holds the registry mutex (a write
- * lock on byte 0).
- */
-int urxe_xrcd_registry_map(int fd, struct urxe_xrcd_registry **out);
-void urxe_xrcd_registry_unmap(struct urxe_xrcd_registry *reg);
-/* Whether a handle other than @fd's holds entry @i's domain open. */
-bool urxe_xrcd_entry_live(int fd, int i);
-/*
- * Finds or (O_CREAT) makes the domain of inode @st on device @key, and
- * takes @fd's read lock on it: the entry index, or -EAGAIN (none and no
- * O_CREAT), -EINVAL (O_EXCL and one exists), -ENOSPC, -errno.
- */
-int urxe_xrcd_registry_join(struct urxe_xrcd_registry *reg, int fd,
-			    const char *key, const struct stat *st, int oflags,
-			    uint32_t *gen, bool *created);
+#include <urxe/host.h>
 
 /* ---- a domain's tables: <userdir>/xrcd.<entry>.<gen> ---- */
 

@@ -4,7 +4,7 @@
 # The layers come bottom up, each as its name and its static archive.
 # Dependencies point down: a layer may use symbols of the layers below it,
 # never those defined by a layer above.  Checked on the archives with nm.
-# The first layer (wire, the lowest) uses nothing of ours: every urxe_
+# The first layer (base, the lowest) uses nothing of ours: every urxe_
 # name it needs is its own (util.h's inlines are no symbols).
 #
 # rdmacm (librdmacm.so.1) sits above core but is a shared library of its

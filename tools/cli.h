@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <urxe/host.h>
 #include <urxe/netdev.h>
 
 /* stats.c: urxe stats [--qp] [--all] [--json] [NAME] */

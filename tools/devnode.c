@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #include "cli.h"
 

@@ -9,7 +9,7 @@
  *                 loads and which one a plain program loads (the dynamic
  *                 loader's order: LD_LIBRARY_PATH, ld.so.cache, /lib,
  *                 /usr/lib);
- *   the runtime directory, as netdev/rundir.c will judge it;
+ *   the runtime directory, as host/rundir.c will judge it;
  *   the configuration, each bad line with its number;
  *   the interfaces of the configured devices (lo down is a FAIL), and who
  *                 holds UDP 4791 on them (uid and socket inode: what

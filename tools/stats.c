@@ -4,7 +4,7 @@
  * of this user on this host, read from the per-slot records in the user's
  * runtime directory (<rundir>/urxe-v2-<uid>/counters; nobody else's are
  * readable)
- * (netdev/stats.c), summed per device name with kernel rxe's counter names;
+ * (host/stats.c), summed per device name with kernel rxe's counter names;
  * with --qp also each instance and its QPs.  By default only instances
  * open now (their slot is held); --all adds the last figures of instances
  * that have exited, for as long as their slot is not claimed again.  The
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include <urxe/engine.h>
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #include "cli.h"
 #include "core.h"

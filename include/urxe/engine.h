@@ -491,7 +491,7 @@ struct urxe_engine_conf {
 	const struct urxe_engine_ops *ops;
 	void *priv;
 	/*
-	 * The slot's shared statistics record (netdev.h), or NULL.  The
+	 * The slot's shared statistics record (host.h), or NULL.  The
 	 * engine's counters then live in it, and the engine publishes its QP
 	 * table there: when a QP comes, goes or changes state, and at most
 	 * every 100 ms while packets move (once more 100 ms after they stop).

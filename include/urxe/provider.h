@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include <urxe/engine.h>
+#include <urxe/host.h>
 #include <urxe/netdev.h>
 
 enum urxe_backend {

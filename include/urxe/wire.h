@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The wire format (wire/, the lowest layer): InfiniBand transport headers
+ * The wire format (wire/, above base/ only): InfiniBand transport headers
  * as RoCEv2 carries them (IBA vol. 1 ch. 9, Annex A17), 24-bit PSN
  * arithmetic, path MTU facts, and what a received frame's IP and UDP
  * headers said; with the opcode table (<urxe/opcode.h>, included).  The

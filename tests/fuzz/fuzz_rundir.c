@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * fuzz_rundir: arbitrary bytes as each file of the runtime directory that
- * urxe reads back (netdev/stats.c's `counters`, netdev/mcast.c's `mcast`,
+ * urxe reads back (host/stats.c's `counters`, host/mcast.c's `mcast`,
  * the XRC registry `xrcd` and a domain's `xrcd.I.G`, through the readers
- * in rxe_provider/xrcd_file.c), then every reader and writer of it.
+ * in host/xrcd_registry.c and rxe_provider/xrcd_file.c), then every
+ * reader and writer of it.
  *
  * The first byte picks the file and an index, the rest is its contents
  * (written at an offset the second byte picks, so that files longer than
@@ -25,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #include "../../rxe_provider/xrcd_file.h"
 

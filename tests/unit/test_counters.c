@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Per-slot statistics in <rundir>/counters (netdev/stats.c) and the
+ * Per-slot statistics in <rundir>/counters (host/stats.c) and the
  * engine's use of them (qp_engine/stats.c): the record layout; a claim
  * zeroes the record and bumps its generation, leaving other slots' records
  * alone; readers get -ENOENT for records never claimed; a writer that died
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include <urxe/engine.h>
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #include "engine_wire.h"
 #include "testutil.h"

@@ -2,7 +2,7 @@
 /*
  * The device's addressing rules, as pure functions of an interface
  * description: the GID table (rxe_provider/gid.c) on loopback (one
- * ::ffff:127.117.h.l per slot, netdev/slot.c, at indexes 0 and 1) and
+ * ::ffff:127.117.h.l per slot, host/slot.c, at indexes 0 and 1) and
  * on a real interface (link-local from the MAC, then IPv4-mapped, then
  * IPv6, no duplicates, never past the table), the node GUID from the
  * MAC, and the active MTU a link carries (qp_engine/mtu.c: largest IB

@@ -24,7 +24,7 @@
 
 #include <infiniband/verbs.h>
 
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #include "testutil.h"
 #include "verbs_util.h"
@@ -678,7 +678,7 @@ START_TEST(two_hosts)
 END_TEST
 
 /*
- * The registry itself (netdev/mcast.c): members are the live slots joined;
+ * The registry itself (host/mcast.c): members are the live slots joined;
  * leaving what was not joined is -ENOENT; a full table is -ENOSPC until
  * records of a slot nobody holds any more make room.
  */

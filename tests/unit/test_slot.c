@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * netdev/slot.c and rundir.c: slots held as OFD write locks on byte k of
+ * host/slot.c and rundir.c: slots held as OFD write locks on byte k of
  * the user's `slots` and as abstract socket names.  Two claims in one
  * process exclude each other (two open file descriptions), release frees,
  * the kernel frees a dead holder's slot, other users' names are skipped,
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #include "testutil.h"
 

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/host.h>
 #include <urxe/icrc.h>
 #include <urxe/netdev.h>
 

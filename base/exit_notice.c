@@ -10,7 +10,7 @@
  * __cxa_atexit with the object's own handle, not atexit(): an interposed
  * atexit (ThreadSanitizer's) registers for the process, and would call
  * into the library after dlclose().  This file is linked into each
- * shared library that uses it (libibverbs.so.1 through the netdev
+ * shared library that uses it (libibverbs.so.1 through the base
  * archive, librdmacm.so.1 from source), so &__dso_handle is that
  * library's own.  core/unload.c and rdmacm/cm_chan.c use it.
  */

@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <urxe/host.h>
 #include <urxe/log.h>
-#include <urxe/netdev.h>
 
 void urxe_rundir_user_name(char *buf, size_t len)
 {

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <urxe/netdev.h>
+#include <urxe/host.h>
 
 #define MCAST_FILE "mcast"
 
@@ -33,17 +33,6 @@ _Static_assert(sizeof(struct mcast_rec) == 32, "mcast record");
 
 #define TABLE_BYTES (sizeof(struct mcast_rec) * URXE_MCAST_REGISTRY)
 
-static int lock_all(int fd, short type)
-{
-	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
-
-	while (fcntl(fd, F_OFD_SETLKW, &fl)) {
-		if (errno != EINTR)
-			return -errno;
-	}
-	return 0;
-}
-
 /* Opens, locks and reads the table into @t; returns the fd. */
 static int load(const char *rundir, short type, struct mcast_rec *t)
 {
@@ -53,7 +42,7 @@ static int load(const char *rundir, short type, struct mcast_rec *t)
 	fd = urxe_rundir_open(rundir, MCAST_FILE);
 	if (fd < 0)
 		return fd;
-	rc = lock_all(fd, type);
+	rc = urxe_ofd_lock_file(fd, type);
 	if (rc)
 		goto err;
 	memset(t, 0, TABLE_BYTES);

@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <urxe/host.h>
 #include <urxe/log.h>
-#include <urxe/netdev.h>
 
 _Static_assert(offsetof(struct urxe_stats_rec, counters) == 256,
 	       "the header is 256 bytes");
@@ -48,53 +48,11 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 #define FILE_SIZE ((off_t)(URXE_SLOT_LAST + 1) * URXE_STATS_REC_SIZE)
 #define READ_TRIES 1000
 
-/*
- * The pages that hold the record at @off: on systems whose pages are
- * larger than 4 KiB a record shares its page with neighbours.
- */
-static void rec_span(off_t off, off_t *start, size_t *len, size_t *skew)
+/* Slot @index's record, mapped; @size > 0 grows the file first. */
+static void *rec_map(int fd, off_t size, unsigned int index, int prot)
 {
-	long page = sysconf(_SC_PAGESIZE);
-
-	*start = off & ~(off_t)(page - 1);
-	*skew = (size_t)(off - *start);
-	*len = (*skew + URXE_STATS_REC_SIZE + (size_t)page - 1) &
-	       ~((size_t)page - 1);
-}
-
-/* The mapping a record pointer came from. */
-static void rec_mapping(const struct urxe_stats_rec *rec, void **base,
-			size_t *len)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t p = (uintptr_t)rec, b = p & ~((uintptr_t)page - 1);
-
-	*base = (void *)b;
-	*len = ((p - b) + URXE_STATS_REC_SIZE + (size_t)page - 1) &
-	       ~((size_t)page - 1);
-}
-
-static void *rec_map(int fd, unsigned int index, int prot)
-{
-	off_t start;
-	size_t len, skew;
-	uint8_t *p;
-
-	rec_span((off_t)index * URXE_STATS_REC_SIZE, &start, &len, &skew);
-	p = mmap(NULL, len, prot, MAP_SHARED, fd, start);
-	return p == MAP_FAILED ? NULL : p + skew;
-}
-
-/* Sizes the file once; growing it to the same size twice is harmless. */
-static int size_file(int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return -errno;
-	if (st.st_size < FILE_SIZE && ftruncate(fd, FILE_SIZE))
-		return -errno;
-	return 0;
+	return urxe_regfile_map(fd, size, (off_t)index * URXE_STATS_REC_SIZE,
+				URXE_STATS_REC_SIZE, prot);
 }
 
 /*
@@ -192,45 +150,33 @@ int urxe_stats_attach(const char *rundir, const struct urxe_slot *slot,
 	fd = urxe_rundir_open(rundir, URXE_STATS_FILE);
 	if (fd < 0)
 		return fd;
-	rc = size_file(fd);
+	rec = rec_map(fd, FILE_SIZE, slot->index, PROT_READ | PROT_WRITE);
+	rc = rec ? 0 : -errno;
+	close(fd);	/* the mapping keeps the file */
 	if (rc)
-		goto out;
-	rec = rec_map(fd, slot->index, PROT_READ | PROT_WRITE);
-	if (!rec) {
-		rc = -errno;
-		goto out;
-	}
+		return rc;
 	rec_claim(rec, slot->index, dev, netdev);
 	*out = rec;
-out:
-	close(fd);	/* the mapping keeps the file */
-	return rc;
+	return 0;
 }
 
 void urxe_stats_detach(struct urxe_stats_rec *rec)
 {
-	size_t len;
-	void *base;
-
-	if (!rec)
-		return;
-	rec_mapping(rec, &base, &len);
-	munmap(base, len);
+	if (rec)
+		urxe_regfile_unmap(rec, URXE_STATS_REC_SIZE);
 }
 
 void urxe_stats_forget(struct urxe_stats_rec *rec)
 {
-	size_t len;
-	void *base;
+	int rc;
 
 	if (!rec)
 		return;
-	rec_mapping(rec, &base, &len);
 	/* Same address, so pointers into it (the engine's) stay valid. */
-	if (mmap(base, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+	rc = urxe_regfile_forget(rec, URXE_STATS_REC_SIZE);
+	if (rc)
 		urxe_warn("statistics: cannot detach the inherited record: %s",
-			  strerror(errno));
+			  strerror(-rc));
 }
 
 void urxe_stats_shape(struct urxe_stats_rec *rec, unsigned int ncounters,
@@ -370,7 +316,7 @@ int urxe_stats_read(int fd, unsigned int index, struct urxe_stats_snap *out)
 		return -errno;
 	if (st.st_size < ((off_t)index + 1) * URXE_STATS_REC_SIZE)
 		return -ENOENT;
-	rec = rec_map(fd, index, PROT_READ);
+	rec = rec_map(fd, 0, index, PROT_READ);
 	if (!rec)
 		return -errno;
 	memset(out, 0, sizeof(*out));

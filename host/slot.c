@@ -32,34 +32,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <urxe/host.h>
 #include <urxe/log.h>
-#include <urxe/netdev.h>
-
-int urxe_ofd_lock(int fd, int cmd, short type, off_t at)
-{
-	struct flock fl = {
-		.l_type = type,
-		.l_whence = SEEK_SET,
-		.l_start = at,
-		.l_len = 1,
-	};
-
-	return fcntl(fd, cmd, &fl) ? -errno : 0;
-}
-
-bool urxe_ofd_held(int fd, off_t at)
-{
-	struct flock fl = {
-		.l_type = F_WRLCK,
-		.l_whence = SEEK_SET,
-		.l_start = at,
-		.l_len = 1,
-	};
-
-	if (fcntl(fd, F_OFD_GETLK, &fl))
-		return true;	/* when in doubt, held */
-	return fl.l_type != F_UNLCK;
-}
 
 static uint64_t base_hash(const char *rundir)
 {
@@ -260,15 +234,8 @@ void urxe_slot_release(struct urxe_slot *slot)
 
 int urxe_slot_busy_fd(int slots_fd, unsigned int index)
 {
-	struct flock fl = {
-		.l_type = F_WRLCK,
-		.l_whence = SEEK_SET,
-		.l_start = index,
-		.l_len = 1,
-	};
-
 	/* Unlike urxe_ofd_held(): a failure is told, not taken as held. */
-	return fcntl(slots_fd, F_OFD_GETLK, &fl) ? -errno : fl.l_type != F_UNLCK;
+	return urxe_ofd_test(slots_fd, index);
 }
 
 int urxe_slot_busy(const char *rundir, unsigned int index)
