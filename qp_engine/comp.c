@@ -413,7 +413,7 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	enum urxe_verdict v;
 	uint8_t syn;
 
-	/* (engine.c lets XRC answers reach INI QPs only) */
+	/* (input.c lets XRC answers reach INI QPs only) */
 	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) ||
 	    (qp->attr.state != IBV_QPS_RTS && qp->attr.state != IBV_QPS_SQD))
 		return;

@@ -55,7 +55,7 @@ struct urxe_engine {
 	struct urxe_esrq **xsrqs;
 	uint32_t xsrq_stride;
 
-	/* key table (engine.c, "keys") */
+	/* key table (keys.c) */
 	pthread_spinlock_t key_lock;	/* a few instructions held */
 	struct urxe_mem **keys;
 	uint32_t key_next;		/* the next index tried */
@@ -253,10 +253,25 @@ static inline uint32_t urxe_qp_inflight(const struct urxe_eqp *qp)
 	return d > 0 ? (uint32_t)d : 0;
 }
 
-/* engine.c */
+/* qp_table.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
+/* Flushes @qp's outstanding work (completer, then responder). */
+void urxe_qp_flush(struct urxe_eqp *qp);
+
+/* keys.c: the permutation's round keys, from @seed (0: getrandom()). */
+void urxe_keys_seed(struct urxe_engine *eng, uint64_t seed);
+
 /*
- * The engine's budget (urxe_engine_set_budget): urxe_budget_sync() counts
+ * progress.c: takes @qp off the work list (it is going away); progress
+ * lock held.
+ */
+void urxe_pending_remove(struct urxe_eqp *qp);
+
+/* timer.c: runs the expired timers of every QP; progress lock held. */
+void urxe_timers_run(struct urxe_engine *eng);
+
+/*
+ * budget.c.  The engine's budget (urxe_engine_set_budget): urxe_budget_sync() counts
  * @qp's packets in flight (PSNs sent and not acknowledged, READ answers
  * included) into eng->inflight and, when that fell, wakes QPs waiting
  * for room.  urxe_budget_room() says whether @qp may send @pkts more
@@ -265,6 +280,12 @@ struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
  */
 void urxe_budget_sync(struct urxe_eqp *qp);
 bool urxe_budget_room(struct urxe_eqp *qp, uint32_t pkts);
+/* Takes @qp off the list of QPs waiting for room. */
+void urxe_budget_unwait(struct urxe_eqp *qp);
+/* Syncs @qp's budget and says whether it has packets in flight. */
+void urxe_streaming_update(struct urxe_eqp *qp);
+/* Sets one QP's window from the budget; under qp_lock. */
+void urxe_window_update(struct urxe_engine *eng);
 /*
  * A free index of the QP number space (no QP, no XRC SRQ holds it), round
  * robin; -ENOMEM when all are taken.  qp_lock held.
@@ -439,7 +460,7 @@ void urxe_resp_xrc_release(struct urxe_eqp *qp);
 void urxe_tgt_begin(struct urxe_eqp *qp);
 void urxe_tgt_end(struct urxe_eqp *qp);
 
-/* The key table index @key names (engine.c, "keys"); 0: none. */
+/* The key table index @key names (keys.c); 0: none. */
 uint32_t urxe_engine_key_index(const struct urxe_engine *eng, uint32_t key);
 
 /*

@@ -511,7 +511,7 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 void urxe_engine_destroy(struct urxe_engine *eng);
 
 /*
- * Key table.  Sets @mem's lkey and rkey (the same; engine.c, "keys") and
+ * Key table.  Sets @mem's lkey and rkey (the same; keys.c) and
  * returns the table index taken (> 0), or -ENOMEM.
  */
 int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem);
