@@ -10,37 +10,50 @@
  * "holder" is the thread that holds the progress lock (eng->lock); "no
  * lock" means an atomic store or exchange on its own.
  *
- * flag / list            set by                      cleared by                  under
- * ---------------------  --------------------------  --------------------------  -----------------
- * eng->pending,          posters (urxe_engine_kick)  the holder (pop_pending);   list_lock
- *  qp->on_list,          and the holder              QP removal                  (removal: + the
- *  qp->pending_next      (urxe_qp_schedule)          (urxe_pending_remove)       progress lock)
- * eng->work              posters after their push;   the holder, at the start    no lock (cleared
- *                        a kick or the engine        of each round of            with a full
- *                        thread finding the lock     progress_locked, before it  barrier, set after
- *                        held; the holder leaving    reads the list              the push)
- *                        work (16 rounds, ACKs a
- *                        poller deferred)
- * eng->input_wanted      the engine thread finding   the holder, which then      no lock (exchange)
- *                        the lock held (progress)    reads the input
- * eng->acks_deferred_ns  a polling holder that       the holder, at the start    progress lock;
- *                        returns with ACKs owed      of each round               read by the engine
- *                                                                                thread (loop.c)
- * eng->timer_moved       whoever lowers              progress() after unlock,    set under the
- *                        deadline_hint (timer.c,     which wakes the engine      progress lock;
- *                        stats.c)                    thread                      cleared: exchange
- * eng->deadline_hint     lowered by urxe_timer_set,  recomputed by               progress lock;
- *                        xrc_watch, stats            urxe_timers_run             read without it
- * qp->streaming          the holder                  the holder                  progress lock;
- *                        (urxe_streaming_update)     (the same store)            read by posters
- * eng->app_in_progress   a polling application       the same thread, after      no lock; read by
- *                        thread entering progress    progress                    the engine thread
- * eng->app_progress_ns   a polling application       (a time: overwritten)       no lock; read by
- *                        thread, after progress                                  kick and loop.c
- * eng->app_post_ns       posters (urxe_engine_kick)  (a time: overwritten)       no lock
- * eng->clock_valid       the holder for a round      the holder, round's end     progress lock
- *                        (progress_locked,
- *                        input_arrived)
+ * flag               set by                cleared by            under
+ * ------------------ --------------------- --------------------- --------------
+ * eng->pending,      posters               the holder            list_lock
+ * qp->on_list,       (urxe_engine_kick);   (pop_pending); QP     (removal:
+ * qp->pending_next   the holder            removal               and the
+ *                    (urxe_qp_schedule)    (urxe_pending_remove) progress lock)
+ *
+ * eng->work          posters after their   the holder, at the    no lock: set
+ *                    push; a kick or the   start of each round   after a push,
+ *                    engine thread finding of progress_locked,   cleared with a
+ *                    the lock held; the    before it reads the   full barrier
+ *                    holder leaving work   list
+ *                    (16 rounds, ACKs a
+ *                    poller deferred)
+ *
+ * eng->input_wanted  the engine thread     the holder, which     no lock
+ *                    finding the lock held then reads the input  (exchange)
+ *
+ * eng->acks_         a polling holder that the holder, at the    progress lock;
+ *   deferred_ns      returns with ACKs     start of each round   read by loop.c
+ *                    owed
+ *
+ * eng->timer_moved   whoever lowers        progress() after      set: progress
+ *                    deadline_hint         unlocking; it wakes   lock; cleared:
+ *                    (timer.c, stats.c)    the engine thread     exchange
+ *
+ * eng->deadline_hint lowered: timer_set,   recomputed by         progress lock;
+ *                    xrc_watch, stats      urxe_timers_run       read without
+ *
+ * qp->streaming      the holder (urxe_     the holder (the same  progress lock;
+ *                    streaming_update)     store)                read: posters
+ *
+ * eng->app_in_       a polling application the same thread,      no lock; read:
+ *   progress         thread entering       after progress        the engine
+ *                    progress                                    thread
+ *
+ * eng->app_          a polling application (a time:              no lock; read:
+ *   progress_ns      thread after progress overwritten)          kick, loop.c
+ *
+ * eng->app_post_ns   posters (kick)        (a time: overwritten) no lock
+ *
+ * eng->clock_valid   the holder, a round   the holder, at the    progress lock
+ *                    (progress_locked,     round's end
+ *                    input_arrived)
  */
 #include <errno.h>
 #include <time.h>
