@@ -11,18 +11,18 @@ void urxe_budget_unwait(struct urxe_eqp *qp)
 	struct urxe_engine *eng = qp->eng;
 	struct urxe_eqp **pp, *prev = NULL;
 
-	if (!qp->budget_waiting)
+	if (!qp->req.budget_waiting)
 		return;
-	for (pp = &eng->budget_wait; *pp; prev = *pp, pp = &(*pp)->budget_next) {
+	for (pp = &eng->budget_wait; *pp; prev = *pp, pp = &(*pp)->req.budget_next) {
 		if (*pp != qp)
 			continue;
-		*pp = qp->budget_next;
+		*pp = qp->req.budget_next;
 		if (eng->budget_wait_tail == qp)
 			eng->budget_wait_tail = prev;
 		break;
 	}
-	qp->budget_next = NULL;
-	qp->budget_waiting = false;
+	qp->req.budget_next = NULL;
+	qp->req.budget_waiting = false;
 }
 
 void urxe_budget_sync(struct urxe_eqp *qp)
@@ -31,22 +31,22 @@ void urxe_budget_sync(struct urxe_eqp *qp)
 	uint32_t now = urxe_qp_inflight(qp), freed, room;
 	struct urxe_eqp *w;
 
-	if (now == qp->budget_held)
+	if (now == qp->req.budget_held)
 		return;
-	freed = qp->budget_held > now ? qp->budget_held - now : 0;
-	eng->inflight += now - qp->budget_held;
-	qp->budget_held = now;
+	freed = qp->req.budget_held > now ? qp->req.budget_held - now : 0;
+	eng->inflight += now - qp->req.budget_held;
+	qp->req.budget_held = now;
 	if (!freed || !eng->budget_wait)
 		return;
 	/* Room came back: as many waiters as it can serve, oldest first. */
 	room = eng->inflight < eng->budget_pkts ?
 	       eng->budget_pkts - eng->inflight : 0;
 	while (room && (w = eng->budget_wait)) {
-		eng->budget_wait = w->budget_next;
+		eng->budget_wait = w->req.budget_next;
 		if (!eng->budget_wait)
 			eng->budget_wait_tail = NULL;
-		w->budget_next = NULL;
-		w->budget_waiting = false;
+		w->req.budget_next = NULL;
+		w->req.budget_waiting = false;
 		urxe_qp_schedule(w);
 		room = room > URXE_ACK_EVERY ? room - URXE_ACK_EVERY : 0;
 	}
@@ -62,11 +62,11 @@ bool urxe_budget_room(struct urxe_eqp *qp, uint32_t pkts)
 	/* An empty budget always lets one request through. */
 	if (!eng->inflight || eng->inflight + pkts <= eng->budget_pkts)
 		return true;
-	if (!qp->budget_waiting) {
-		qp->budget_waiting = true;
-		qp->budget_next = NULL;
+	if (!qp->req.budget_waiting) {
+		qp->req.budget_waiting = true;
+		qp->req.budget_next = NULL;
 		if (eng->budget_wait_tail)
-			eng->budget_wait_tail->budget_next = qp;
+			eng->budget_wait_tail->req.budget_next = qp;
 		else
 			eng->budget_wait = qp;
 		eng->budget_wait_tail = qp;
@@ -78,9 +78,9 @@ bool urxe_budget_room(struct urxe_eqp *qp, uint32_t pkts)
 void urxe_streaming_update(struct urxe_eqp *qp)
 {
 	urxe_budget_sync(qp);
-	atomic_store_explicit(&qp->streaming,
+	atomic_store_explicit(&qp->req.streaming,
 			      urxe_qp_reliable(qp) &&
-			      urxe_psn_diff(qp->psn, qp->acked_psn) > 0,
+			      urxe_psn_diff(qp->req.psn, qp->comp.acked_psn) > 0,
 			      memory_order_relaxed);
 }
 

@@ -249,7 +249,7 @@ static inline uint32_t urxe_qp_inflight(const struct urxe_eqp *qp)
 	if (!urxe_qp_reliable(qp) || qp->attr.state == IBV_QPS_ERR ||
 	    qp->attr.state == IBV_QPS_RESET)
 		return 0;
-	d = urxe_psn_diff(qp->psn, qp->acked_psn);
+	d = urxe_psn_diff(qp->req.psn, qp->comp.acked_psn);
 	return d > 0 ? (uint32_t)d : 0;
 }
 
@@ -426,11 +426,11 @@ void urxe_retx_arm(struct urxe_eqp *qp);
 /* Starts a round-trip sample at @psn unless one is in flight. */
 static inline void urxe_rtt_start(struct urxe_eqp *qp, uint32_t psn)
 {
-	if (qp->rtt_active || !urxe_qp_reliable(qp))
+	if (qp->comp.rtt_active || !urxe_qp_reliable(qp))
 		return;
-	qp->rtt_active = true;
-	qp->rtt_psn = psn;
-	qp->rtt_start = urxe_clock(qp->eng);
+	qp->comp.rtt_active = true;
+	qp->comp.rtt_psn = psn;
+	qp->comp.rtt_start = urxe_clock(qp->eng);
 }
 void urxe_comp_send(struct urxe_eqp *qp, struct urxe_send_wqe *wqe,
 		    enum ibv_wc_status status);

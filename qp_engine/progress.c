@@ -39,7 +39,7 @@
  * eng->deadline_hint lowered: timer_set,   recomputed by         progress lock;
  *                    xrc_watch, stats      urxe_timers_run       read without
  *
- * qp->streaming      the holder (urxe_     the holder (the same  progress lock;
+ * qp->req.streaming      the holder (urxe_     the holder (the same  progress lock;
  *                    streaming_update)     store)                read: posters
  *
  * eng->app_in_       a polling application the same thread,      no lock; read:
@@ -113,7 +113,7 @@ void urxe_engine_exit_acks(struct urxe_engine *eng)
 	if (pthread_mutex_timedlock(&eng->lock, &until))
 		return;
 	for (i = 0; i < eng->nlive; i++)
-		if (eng->live[i]->ack_pending)
+		if (eng->live[i]->resp.ack_pending)
 			urxe_resp_send_ack(eng->live[i]);
 	urxe_tx_flush(eng);
 	pthread_mutex_unlock(&eng->lock);
@@ -171,7 +171,7 @@ static void run_pending(struct urxe_engine *eng)
 			continue;
 		}
 		eng->acct = qp;
-		if (qp->ack_pending)
+		if (qp->resp.ack_pending)
 			urxe_resp_send_ack(qp);
 		urxe_req_run(qp);
 		urxe_streaming_update(qp);
@@ -391,7 +391,7 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 	 * poll leave their packets to the engine thread, which the ACKs of
 	 * those in flight wake.
 	 */
-	if (atomic_load_explicit(&qp->streaming, memory_order_relaxed)) {
+	if (atomic_load_explicit(&qp->req.streaming, memory_order_relaxed)) {
 		last = atomic_load_explicit(&eng->app_progress_ns,
 					    memory_order_relaxed);
 		post = atomic_load_explicit(&eng->app_post_ns,

@@ -72,14 +72,14 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 	/* The progress lock orders us after any packet still using @qp. */
 	pthread_mutex_lock(&eng->lock);
 	/* An ACK still owed (deferred by a poller) leaves before the QP. */
-	if (qp->ack_pending) {
+	if (qp->resp.ack_pending) {
 		urxe_resp_send_ack(qp);
 		urxe_tx_flush(eng);
 	}
 	/* Its room in the budget is everyone's again. */
 	urxe_budget_unwait(qp);
-	eng->inflight -= qp->budget_held;
-	qp->budget_held = 0;
+	eng->inflight -= qp->req.budget_held;
+	qp->req.budget_held = 0;
 	pthread_mutex_lock(&eng->qp_lock);
 	if (eng->qps[idx] == qp)
 		eng->qps[idx] = NULL;
@@ -101,11 +101,11 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 		free(qp->srq_wqe);
 		qp->srq_wqe = NULL;
 	}
-	if (qp->wr_mem)
-		urxe_mem_put(qp->wr_mem);
-	qp->wr_mem = NULL;
-	free(qp->rd_res);
-	qp->rd_res = NULL;
+	if (qp->resp.wr_mem)
+		urxe_mem_put(qp->resp.wr_mem);
+	qp->resp.wr_mem = NULL;
+	free(qp->resp.rd_res);
+	qp->resp.rd_res = NULL;
 	pthread_mutex_unlock(&eng->lock);
 }
 
@@ -132,7 +132,7 @@ void urxe_qp_flush(struct urxe_eqp *qp)
  */
 static void ack_owed_out(struct urxe_eqp *qp)
 {
-	if (qp->ack_pending)
+	if (qp->resp.ack_pending)
 		urxe_resp_send_ack(qp);
 }
 
@@ -159,30 +159,30 @@ void urxe_qp_error(struct urxe_eqp *qp, enum ibv_event_type ev)
  */
 static void reset_requester(struct urxe_eqp *qp)
 {
-	qp->sq_next = qp->sq_comp = atomic_load(&qp->sq.cons);
-	atomic_store(&qp->sq.prod, qp->sq_next);
-	qp->rd_outstanding = 0;
-	qp->unacked_pkts = 0;
-	qp->resending = false;
-	qp->resend_end = qp->psn;
-	qp->resp_pkts = 0;
-	qp->flow_deadline = 0;
-	atomic_store_explicit(&qp->streaming, false, memory_order_relaxed);
+	qp->req.sq_next = qp->comp.sq_comp = atomic_load(&qp->sq.cons);
+	atomic_store(&qp->sq.prod, qp->req.sq_next);
+	qp->req.rd_outstanding = 0;
+	qp->req.unacked_pkts = 0;
+	qp->req.resending = false;
+	qp->req.resend_end = qp->req.psn;
+	qp->req.resp_pkts = 0;
+	qp->req.flow_deadline = 0;
+	atomic_store_explicit(&qp->req.streaming, false, memory_order_relaxed);
 }
 
 static void reset_completer(struct urxe_eqp *qp)
 {
-	qp->last_retired_psn = urxe_psn_add(qp->psn, URXE_PSN_MASK);
-	qp->acked_psn = qp->psn;
-	qp->retx_deadline = 0;
-	qp->rnr_deadline = 0;
-	qp->progress_ns = 0;
-	qp->stall_since = 0;
-	qp->srtt_ns = 0;
-	qp->rto_ns = 0;
-	qp->rtt_active = false;
-	qp->retries_left = qp->attr.retry_cnt;
-	qp->rnr_left = qp->attr.rnr_retry;
+	qp->comp.last_retired_psn = urxe_psn_add(qp->req.psn, URXE_PSN_MASK);
+	qp->comp.acked_psn = qp->req.psn;
+	qp->comp.retx_deadline = 0;
+	qp->comp.rnr_deadline = 0;
+	qp->comp.progress_ns = 0;
+	qp->comp.stall_since = 0;
+	qp->comp.srtt_ns = 0;
+	qp->comp.rto_ns = 0;
+	qp->comp.rtt_active = false;
+	qp->comp.retries_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
 }
 
 static void reset_responder(struct urxe_eqp *qp)
@@ -191,26 +191,26 @@ static void reset_responder(struct urxe_eqp *qp)
 	if (qp->type == IBV_QPT_XRC_RECV)
 		urxe_resp_xrc_release(qp);
 	atomic_store(&qp->rq.prod, atomic_load(&qp->rq.cons));
-	qp->msn = 0;
-	qp->rq_active = false;
-	qp->rq_off = 0;
+	qp->resp.msn = 0;
+	qp->resp.rq_active = false;
+	qp->resp.rq_off = 0;
 	/*
 	 * A WQE taken from an SRQ for a message cut short stays held, its
 	 * offset 0: the next message fills it.  Dropped, it would be a
 	 * receive the application posted and never sees again (fuzz_rx's
 	 * accounting of an SRQ's receives caught that).
 	 */
-	if (qp->wr_mem)
-		urxe_mem_put(qp->wr_mem);
-	qp->wr_mem = NULL;
-	qp->wr_va = 0;
-	qp->wr_resid = 0;
-	qp->ack_pending = false;
-	qp->ack_psn = 0;
-	qp->nak_seq_sent = false;
-	qp->rd_res_next = 0;
-	if (qp->rd_res)
-		memset(qp->rd_res, 0, qp->rd_res_n * sizeof(*qp->rd_res));
+	if (qp->resp.wr_mem)
+		urxe_mem_put(qp->resp.wr_mem);
+	qp->resp.wr_mem = NULL;
+	qp->resp.wr_va = 0;
+	qp->resp.wr_resid = 0;
+	qp->resp.ack_pending = false;
+	qp->resp.ack_psn = 0;
+	qp->resp.nak_seq_sent = false;
+	qp->resp.rd_res_next = 0;
+	if (qp->resp.rd_res)
+		memset(qp->resp.rd_res, 0, qp->resp.rd_res_n * sizeof(*qp->resp.rd_res));
 }
 
 static void qp_reset(struct urxe_eqp *qp)
@@ -261,8 +261,8 @@ static void dst_check(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
 
-	atomic_store(&qp->dst_absent, false);
-	atomic_store(&qp->dst_absent_said, false);
+	atomic_store(&qp->req.dst_absent, false);
+	atomic_store(&qp->req.dst_absent_said, false);
 	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC &&
 	    qp->type != IBV_QPT_XRC_SEND)
 		return;
@@ -279,10 +279,10 @@ static int modify_rd_res(struct urxe_eqp *qp, const struct urxe_qp_attr *a)
 
 	if (!r)
 		return -ENOMEM;
-	free(qp->rd_res);
-	qp->rd_res = r;
-	qp->rd_res_n = n;
-	qp->rd_res_next = 0;
+	free(qp->resp.rd_res);
+	qp->resp.rd_res = r;
+	qp->resp.rd_res_n = n;
+	qp->resp.rd_res_next = 0;
 	return 0;
 }
 
@@ -292,15 +292,15 @@ static void modify_psns(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 {
 	if (mask & IBV_QP_SQ_PSN) {
 		qp->attr.sq_psn = a->sq_psn & URXE_PSN_MASK;
-		qp->psn = qp->attr.sq_psn;
-		qp->acked_psn = qp->psn;
-		qp->resend_end = qp->psn;
+		qp->req.psn = qp->attr.sq_psn;
+		qp->comp.acked_psn = qp->req.psn;
+		qp->req.resend_end = qp->req.psn;
 		/* A rewind before the first retirement resumes here. */
-		qp->last_retired_psn = urxe_psn_add(qp->psn, URXE_PSN_MASK);
+		qp->comp.last_retired_psn = urxe_psn_add(qp->req.psn, URXE_PSN_MASK);
 	}
 	if (mask & IBV_QP_RQ_PSN) {
 		qp->attr.rq_psn = a->rq_psn & URXE_PSN_MASK;
-		qp->epsn = qp->attr.rq_psn;
+		qp->resp.epsn = qp->attr.rq_psn;
 	}
 }
 
@@ -320,9 +320,9 @@ static void modify_attrs(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = a->timeout;
 	if (mask & IBV_QP_RETRY_CNT)
-		qp->retries_left = qp->attr.retry_cnt = a->retry_cnt;
+		qp->comp.retries_left = qp->attr.retry_cnt = a->retry_cnt;
 	if (mask & IBV_QP_RNR_RETRY)
-		qp->rnr_left = qp->attr.rnr_retry = a->rnr_retry;
+		qp->comp.rnr_left = qp->attr.rnr_retry = a->rnr_retry;
 	if (mask & IBV_QP_MIN_RNR_TIMER)
 		qp->attr.min_rnr_timer = a->min_rnr_timer;
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)

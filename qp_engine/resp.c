@@ -45,7 +45,7 @@ static void send_aeth(struct urxe_eqp *qp, uint32_t psn, uint8_t syndrome)
 	const struct urxe_opinfo *oi = urxe_opinfo(bth.opcode);
 	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
 
-	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH], syndrome, qp->msn);
+	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH], syndrome, qp->resp.msn);
 	urxe_qp_path(qp, &path);
 	urxe_tx_commit(qp->eng, &path, oi, 0);
 }
@@ -53,17 +53,17 @@ static void send_aeth(struct urxe_eqp *qp, uint32_t psn, uint8_t syndrome)
 /* The coalesced ACK of everything up to epsn - 1. */
 void urxe_resp_send_ack(struct urxe_eqp *qp)
 {
-	qp->ack_pending = false;
+	qp->resp.ack_pending = false;
 	if (qp->attr.state == IBV_QPS_ERR || qp->attr.state == IBV_QPS_RESET)
 		return;
-	send_aeth(qp, qp->ack_psn, URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID);
+	send_aeth(qp, qp->resp.ack_psn, URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID);
 }
 
 static void schedule_ack(struct urxe_eqp *qp, uint32_t psn)
 {
-	qp->ack_psn = psn;
-	if (!qp->ack_pending) {
-		qp->ack_pending = true;
+	qp->resp.ack_psn = psn;
+	if (!qp->resp.ack_pending) {
+		qp->resp.ack_pending = true;
 		urxe_qp_schedule(qp);
 	}
 }
@@ -114,7 +114,7 @@ static void send_read_resp(struct urxe_eqp *qp, const struct urxe_rd_res *res,
 		if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_AETH))
 			urxe_aeth_put(buf + oi->off[URXE_HDR_AETH],
 				      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID,
-				      qp->msn);
+				      qp->resp.msn);
 		if (n)
 			memcpy(buf + oi->hdr_len, src + off, n);
 		urxe_tx_commit(qp->eng, &path, oi, n);
@@ -136,7 +136,7 @@ static void send_atomic_ack(struct urxe_eqp *qp, const struct urxe_rd_res *res)
 	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
 
 	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH],
-		      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID, qp->msn);
+		      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID, qp->resp.msn);
 	urxe_put64(buf + oi->off[URXE_HDR_ATMACK], res->orig);
 	urxe_qp_path(qp, &path);
 	urxe_tx_commit(qp->eng, &path, oi, 0);
@@ -170,7 +170,7 @@ static enum xrc_where xrc_target(const struct urxe_eqp *qp,
 /* A message under way: a receive WQE held, a SEND or WRITE half placed. */
 static bool msg_in_progress(const struct urxe_eqp *qp)
 {
-	return qp->rq_active || qp->srq_held || qp->wr_mem != NULL;
+	return qp->resp.rq_active || qp->srq_held || qp->resp.wr_mem != NULL;
 }
 
 static void xrc_unbind(struct urxe_eqp *qp)
@@ -216,12 +216,12 @@ void urxe_resp_xrc_release(struct urxe_eqp *qp)
 	if (qp->srq_held)
 		urxe_recv_complete(qp, qp->srq_wqe, IBV_WC_WR_FLUSH_ERR,
 				   IBV_WC_RECV, 0, NULL, NULL, NULL);
-	qp->rq_active = false;
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
+	qp->resp.rq_active = false;
+	if (qp->resp.wr_mem) {
+		urxe_mem_put(qp->resp.wr_mem);
+		qp->resp.wr_mem = NULL;
 	}
-	qp->wr_resid = 0;
+	qp->resp.wr_resid = 0;
 	xrc_unbind(qp);
 }
 
@@ -237,28 +237,28 @@ static enum urxe_verdict handle_send(struct urxe_eqp *qp, const struct urxe_bth 
 		rwqe = urxe_recv_head(qp);
 		if (!rwqe)
 			return URXE_V_RNR;	/* receiver not ready */
-		qp->rq_active = true;
-		qp->rq_off = 0;
-	} else if (!qp->rq_active) {
+		qp->resp.rq_active = true;
+		qp->resp.rq_off = 0;
+	} else if (!qp->resp.rq_active) {
 		return URXE_V_NAK_INV;		/* a middle with no first */
 	}
 	rwqe = urxe_recv_head(qp);
-	if (qp->rq_off + paylen > rwqe->length) {
+	if (qp->resp.rq_off + paylen > rwqe->length) {
 		urxe_recv_complete(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0,
 				   bth, NULL, NULL);
-		qp->rq_active = false;
+		qp->resp.rq_active = false;
 		return URXE_V_NAK_LEN;
 	}
 	if (urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge, rwqe->num_sge,
-			     qp->rq_off, pkt + oi->hdr_len, paylen)) {
+			     qp->resp.rq_off, pkt + oi->hdr_len, paylen)) {
 		/* IBA 9.7.5.2.4: our local failure is the requester's
 		 * remote operational error. */
 		urxe_recv_complete(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV,
 				   0, bth, NULL, NULL);
-		qp->rq_active = false;
+		qp->resp.rq_active = false;
 		return URXE_V_NAK_OP;
 	}
-	qp->rq_off += paylen;
+	qp->resp.rq_off += paylen;
 	if ((oi->flags & URXE_F_LAST) && (oi->flags & URXE_F_INV) &&
 	    urxe_mw_invalidate(qp, urxe_get32(pkt + oi->off[URXE_HDR_IETH])) ==
 	    -EINVAL) {
@@ -266,13 +266,13 @@ static enum urxe_verdict handle_send(struct urxe_eqp *qp, const struct urxe_bth 
 		 * rxe: IBV_WC_REM_INV_REQ_ERR on the receive). */
 		urxe_recv_complete(qp, rwqe, IBV_WC_REM_INV_REQ_ERR,
 				   IBV_WC_RECV, 0, bth, NULL, NULL);
-		qp->rq_active = false;
+		qp->resp.rq_active = false;
 		return URXE_V_NAK_INV;
 	}
 	if (oi->flags & URXE_F_LAST) {
 		urxe_recv_complete(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV,
-				   qp->rq_off, bth, oi, pkt);
-		qp->rq_active = false;
+				   qp->resp.rq_off, bth, oi, pkt);
+		qp->resp.rq_active = false;
 	}
 	return URXE_V_OK;
 }
@@ -297,43 +297,43 @@ static enum urxe_verdict handle_write(struct urxe_eqp *qp, const struct urxe_bth
 
 		urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
 		/* A WRITE cut short by a new one: its target's reference goes. */
-		if (qp->wr_mem) {
-			urxe_mem_put(qp->wr_mem);
-			qp->wr_mem = NULL;
+		if (qp->resp.wr_mem) {
+			urxe_mem_put(qp->resp.wr_mem);
+			qp->resp.wr_mem = NULL;
 		}
 		if (!(qp->attr.access & IBV_ACCESS_REMOTE_WRITE))
 			return URXE_V_NAK_ACCESS;
 		if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 					     IBV_ACCESS_REMOTE_WRITE,
-					     &qp->wr_mem, &dst))
+					     &qp->resp.wr_mem, &dst))
 			return URXE_V_NAK_ACCESS;
 		if (!r.len)
-			qp->wr_mem = NULL;
-		qp->wr_va = (uint64_t)(uintptr_t)(r.len ? dst : NULL);
-		qp->wr_resid = r.len;
-		qp->rq_off = r.len;		/* byte_len of WRITE_WITH_IMM */
-	} else if (!qp->wr_mem && qp->wr_resid) {
+			qp->resp.wr_mem = NULL;
+		qp->resp.wr_va = (uint64_t)(uintptr_t)(r.len ? dst : NULL);
+		qp->resp.wr_resid = r.len;
+		qp->resp.rq_off = r.len;		/* byte_len of WRITE_WITH_IMM */
+	} else if (!qp->resp.wr_mem && qp->resp.wr_resid) {
 		return URXE_V_NAK_INV;
 	}
-	if (paylen > qp->wr_resid || ((oi->flags & URXE_F_LAST) &&
-				      paylen != qp->wr_resid))
+	if (paylen > qp->resp.wr_resid || ((oi->flags & URXE_F_LAST) &&
+				      paylen != qp->resp.wr_resid))
 		return URXE_V_NAK_LEN;
 	if (paylen) {
-		memcpy((uint8_t *)(uintptr_t)qp->wr_va, pkt + oi->hdr_len, paylen);
-		qp->wr_va += paylen;
-		qp->wr_resid -= paylen;
+		memcpy((uint8_t *)(uintptr_t)qp->resp.wr_va, pkt + oi->hdr_len, paylen);
+		qp->resp.wr_va += paylen;
+		qp->resp.wr_resid -= paylen;
 	}
 	if (!(oi->flags & URXE_F_LAST))
 		return URXE_V_OK;
-	if (qp->wr_mem)
-		urxe_mem_put(qp->wr_mem);
-	qp->wr_mem = NULL;
+	if (qp->resp.wr_mem)
+		urxe_mem_put(qp->resp.wr_mem);
+	qp->resp.wr_mem = NULL;
 	if (oi->flags & URXE_F_IMM) {
 		rwqe = urxe_recv_head(qp);
 		if (!rwqe)
 			return URXE_V_RNR;
 		urxe_recv_complete(qp, rwqe, IBV_WC_SUCCESS,
-				   IBV_WC_RECV_RDMA_WITH_IMM, qp->rq_off, bth,
+				   IBV_WC_RECV_RDMA_WITH_IMM, qp->resp.rq_off, bth,
 				   oi, pkt);
 	}
 	return URXE_V_OK;
@@ -341,9 +341,9 @@ static enum urxe_verdict handle_write(struct urxe_eqp *qp, const struct urxe_bth
 
 static struct urxe_rd_res *rd_res_new(struct urxe_eqp *qp)
 {
-	struct urxe_rd_res *res = &qp->rd_res[qp->rd_res_next];
+	struct urxe_rd_res *res = &qp->resp.rd_res[qp->resp.rd_res_next];
 
-	qp->rd_res_next = (qp->rd_res_next + 1) % qp->rd_res_n;
+	qp->resp.rd_res_next = (qp->resp.rd_res_next + 1) % qp->resp.rd_res_n;
 	memset(res, 0, sizeof(*res));
 	return res;
 }
@@ -360,7 +360,7 @@ static enum urxe_verdict handle_read(struct urxe_eqp *qp,
 	uint8_t *src;
 
 	urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
-	if (!(qp->attr.access & IBV_ACCESS_REMOTE_READ) || !qp->rd_res)
+	if (!(qp->attr.access & IBV_ACCESS_REMOTE_READ) || !qp->resp.rd_res)
 		return URXE_V_NAK_ACCESS;
 	if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 				     IBV_ACCESS_REMOTE_READ, &mem, &src))
@@ -374,9 +374,9 @@ static enum urxe_verdict handle_read(struct urxe_eqp *qp,
 	res->length = r.len;
 	res->first_psn = bth->psn;
 	res->last_psn = urxe_psn_add(bth->psn, r.len ? (r.len + mtu - 1) / mtu - 1 : 0);
-	qp->msn++;
+	qp->resp.msn++;
 	send_read_resp(qp, res, bth->psn);
-	qp->epsn = urxe_psn_add(res->last_psn, 1);
+	qp->resp.epsn = urxe_psn_add(res->last_psn, 1);
 	return URXE_V_OK;
 }
 
@@ -392,7 +392,7 @@ static enum urxe_verdict handle_atomic(struct urxe_eqp *qp,
 	uint8_t *p;
 
 	urxe_atmeth_get(pkt + oi->off[URXE_HDR_ATMETH], &a);
-	if (!(qp->attr.access & IBV_ACCESS_REMOTE_ATOMIC) || !qp->rd_res)
+	if (!(qp->attr.access & IBV_ACCESS_REMOTE_ATOMIC) || !qp->resp.rd_res)
 		return URXE_V_NAK_ACCESS;
 	if (a.va & 7)
 		return URXE_V_NAK_INV;	/* IBA 9.4.5: misaligned is invalid */
@@ -419,9 +419,9 @@ static enum urxe_verdict handle_atomic(struct urxe_eqp *qp,
 	res->atomic = true;
 	res->first_psn = res->last_psn = bth->psn;
 	res->orig = orig;
-	qp->msn++;
+	qp->resp.msn++;
 	send_atomic_ack(qp, res);
-	qp->epsn = urxe_psn_add(bth->psn, 1);
+	qp->resp.epsn = urxe_psn_add(bth->psn, 1);
 	return URXE_V_OK;
 }
 
@@ -456,11 +456,11 @@ static void handle_duplicate(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 	if (!(oi->flags & (URXE_F_READ | URXE_F_ATOMIC))) {
 		if (bth->ackreq)
-			schedule_ack(qp, urxe_psn_add(qp->epsn, URXE_PSN_MASK));
+			schedule_ack(qp, urxe_psn_add(qp->resp.epsn, URXE_PSN_MASK));
 		return;
 	}
-	for (i = 0; i < qp->rd_res_n; i++) {
-		struct urxe_rd_res *res = &qp->rd_res[i];
+	for (i = 0; i < qp->resp.rd_res_n; i++) {
+		struct urxe_rd_res *res = &qp->resp.rd_res[i];
 
 		if (!res->valid || urxe_psn_before(bth->psn, res->first_psn) ||
 		    urxe_psn_before(res->last_psn, bth->psn))
@@ -502,19 +502,19 @@ static void request_failed(struct urxe_eqp *qp, const struct urxe_bth *bth,
 static bool uc_sequence(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			const struct urxe_opinfo *oi)
 {
-	if (bth->psn == qp->epsn)
+	if (bth->psn == qp->resp.epsn)
 		return true;
-	if (qp->rq_active) {
-		qp->rq_active = false;		/* the receive WQE is reused */
+	if (qp->resp.rq_active) {
+		qp->resp.rq_active = false;		/* the receive WQE is reused */
 	}
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
+	if (qp->resp.wr_mem) {
+		urxe_mem_put(qp->resp.wr_mem);
+		qp->resp.wr_mem = NULL;
 	}
-	qp->wr_resid = 0;
+	qp->resp.wr_resid = 0;
 	if (!(oi->flags & URXE_F_FIRST))
 		return false;
-	qp->epsn = bth->psn;
+	qp->resp.epsn = bth->psn;
 	return true;
 }
 
@@ -541,12 +541,12 @@ static bool uc_droppable(const struct urxe_opinfo *oi, enum urxe_verdict v)
 static void uc_drop_message(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			    enum urxe_verdict v)
 {
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
+	if (qp->resp.wr_mem) {
+		urxe_mem_put(qp->resp.wr_mem);
+		qp->resp.wr_mem = NULL;
 	}
-	qp->wr_resid = 0;
-	qp->rq_active = false;
+	qp->resp.wr_resid = 0;
+	qp->resp.rq_active = false;
 	urxe_dbg("QP 0x%06x: UC request PSN %u refused (%s): message dropped",
 		 qp->qpn, bth->psn, urxe_verdicts[v].name);
 }
@@ -579,8 +579,8 @@ static void execute(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (oi->flags & (URXE_F_READ | URXE_F_ATOMIC))
 		return;		/* epsn and msn moved; the response acknowledges */
 	if (oi->flags & URXE_F_LAST)
-		qp->msn++;
-	qp->epsn = urxe_psn_add(bth->psn, 1);
+		qp->resp.msn++;
+	qp->resp.epsn = urxe_psn_add(bth->psn, 1);
 	if (urxe_qp_reliable(qp) && bth->ackreq)
 		schedule_ack(qp, bth->psn);
 }
@@ -631,20 +631,20 @@ static void resp_input_one(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (qp->type == IBV_QPT_UC) {
 		if (!uc_sequence(qp, bth, oi))
 			return;
-	} else if (bth->psn != qp->epsn) {
+	} else if (bth->psn != qp->resp.epsn) {
 		/* One sequence NAK, until a request at ePSN comes. */
-		v = urxe_psn_before(bth->psn, qp->epsn) ? URXE_V_DUP
+		v = urxe_psn_before(bth->psn, qp->resp.epsn) ? URXE_V_DUP
 							: URXE_V_NAK_SEQ;
 		resp_count(qp, v);
 		if (v == URXE_V_DUP) {
 			handle_duplicate(qp, bth, oi, pkt);
-		} else if (!qp->nak_seq_sent) {
-			qp->nak_seq_sent = true;
-			send_nak(qp, qp->epsn, v);
+		} else if (!qp->resp.nak_seq_sent) {
+			qp->resp.nak_seq_sent = true;
+			send_nak(qp, qp->resp.epsn, v);
 		}
 		return;
 	}
-	qp->nak_seq_sent = false;
+	qp->resp.nak_seq_sent = false;
 	if (qp->type != IBV_QPT_XRC_RECV) {
 		execute(qp, bth, oi, pkt, paylen);
 		return;

@@ -219,12 +219,12 @@ void urxe_resp_flush(struct urxe_eqp *qp)
 {
 	struct urxe_recv_wqe *rwqe;
 
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
+	if (qp->resp.wr_mem) {
+		urxe_mem_put(qp->resp.wr_mem);
+		qp->resp.wr_mem = NULL;
 	}
-	qp->rq_active = false;
-	qp->ack_pending = false;
+	qp->resp.rq_active = false;
+	qp->resp.ack_pending = false;
 	if (qp->type == IBV_QPT_XRC_RECV) {
 		/*
 		 * A TGT QP has no receive queue: only the WQE it took goes

@@ -42,19 +42,19 @@ void urxe_timers_run(struct urxe_engine *eng)
 	for (i = 0; i < eng->nlive; i++) {
 		struct urxe_eqp *qp = eng->live[i];
 
-		if (qp->retx_deadline || qp->rnr_deadline ||
-		    qp->flow_deadline) {
+		if (qp->comp.retx_deadline || qp->comp.rnr_deadline ||
+		    qp->req.flow_deadline) {
 			eng->acct = qp;
 			urxe_comp_timers(qp, now);
 			urxe_streaming_update(qp);
 			eng->acct = NULL;
 		}
-		if (qp->retx_deadline && qp->retx_deadline < hint)
-			hint = qp->retx_deadline;
-		if (qp->rnr_deadline && qp->rnr_deadline < hint)
-			hint = qp->rnr_deadline;
-		if (qp->flow_deadline && qp->flow_deadline < hint)
-			hint = qp->flow_deadline;
+		if (qp->comp.retx_deadline && qp->comp.retx_deadline < hint)
+			hint = qp->comp.retx_deadline;
+		if (qp->comp.rnr_deadline && qp->comp.rnr_deadline < hint)
+			hint = qp->comp.rnr_deadline;
+		if (qp->req.flow_deadline && qp->req.flow_deadline < hint)
+			hint = qp->req.flow_deadline;
 	}
 	if (eng->xrc_watch_due) {
 		if (now >= eng->xrc_watch_due) {

@@ -52,8 +52,8 @@ static void tgt_share(struct urxe_qp *qp, struct urxe_xrcd *xrcd)
 	}
 	/* Nobody knows the QPN yet: the state is set without the lock. */
 	st->attr = qp->e.attr;
-	st->epsn = qp->e.epsn;
-	st->msn = qp->e.msn;
+	st->epsn = qp->e.resp.epsn;
+	st->msn = qp->e.resp.msn;
 	pthread_mutex_lock(&qp->lock);
 	qp->e.shared = st;
 	pthread_mutex_unlock(&qp->lock);

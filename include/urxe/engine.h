@@ -299,6 +299,90 @@ struct urxe_tgt_shared {
 	struct urxe_rd_res rd_res[URXE_TGT_RD_RES];
 };
 
+/*
+ * A QP's transport state by role, as the IBA (9.7) and kernel rxe group
+ * it: the requester sends the send queue's WQEs, the completer retires
+ * them as ACKs and responses come, the responder carries out requests.
+ * Under the progress lock unless said otherwise.
+ */
+struct urxe_eqp;
+
+struct urxe_req_state {
+	uint32_t sq_next;		/* next WQE to start */
+	uint32_t psn;			/* next PSN to send */
+	uint32_t rd_outstanding;	/* READs/atomics in flight */
+	uint32_t unacked_pkts;		/* since the last AckReq */
+	uint32_t resend_end;		/* after a rewind: the PSN it left */
+	bool resending;			/* ... and it is not there yet */
+	uint32_t resp_pkts;		/* READ response packets awaited */
+	/*
+	 * The engine's budget of packets in flight is shared by its QPs as
+	 * they need it: what this QP holds of it (urxe_budget_sync), and its
+	 * place on the list of QPs waiting for room.
+	 */
+	uint32_t budget_held;
+	bool budget_waiting;
+	struct urxe_eqp *budget_next;
+	/*
+	 * Packets in flight (read without the lock by posters): their ACKs
+	 * will bring progress, so a post may leave its packets to the next
+	 * poll and its batch.
+	 */
+	atomic_bool streaming;
+	/*
+	 * UC/UD waiting for room at a destination on this host (ops->tx_wait)
+	 * until then; 0: not waiting.
+	 */
+	uint64_t flow_deadline;
+	/*
+	 * RC/UC requester: the destination GID is an address of this host
+	 * nobody owns (no process, no socket): found by the provider at the
+	 * modify to RTR or by the completer at a retry timeout, and said
+	 * once (@dst_absent_said) at the default log level; the line when
+	 * the QP then fails says so too.
+	 */
+	atomic_bool dst_absent;
+	atomic_bool dst_absent_said;
+};
+
+struct urxe_comp_state {
+	uint32_t sq_comp;		/* oldest WQE not completed */
+	uint32_t last_retired_psn;	/* last PSN of the WQE before sq_comp */
+	uint32_t acked_psn;		/* next PSN not yet acknowledged */
+	uint64_t retx_deadline;		/* 0: no transport timer armed */
+	uint64_t progress_ns;		/* last forward progress (or start) */
+	uint32_t srtt_ns;		/* smoothed round trip, 0: unknown */
+	uint32_t rto_ns;		/* backed-off fast timer, 0: base */
+	uint64_t rtt_start;		/* the sample in flight: sent at */
+	uint32_t rtt_psn;		/* ... this PSN */
+	bool rtt_active;
+	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
+	uint8_t retries_left;
+	uint8_t rnr_left;
+	/*
+	 * RC: since when retries have not been counted because the peer, on
+	 * this host, has not read what it was sent (0: not now).
+	 */
+	uint64_t stall_since;
+};
+
+struct urxe_resp_state {
+	uint32_t epsn;			/* expected PSN */
+	uint32_t msn;
+	uint32_t rq_cur;		/* receive WQE being filled (multi-packet SEND) */
+	bool rq_active;
+	uint32_t rq_off;
+	struct urxe_mem *wr_mem;	/* multi-packet WRITE target */
+	uint64_t wr_va;
+	uint32_t wr_resid;
+	struct urxe_rd_res *rd_res;	/* max_dest_rd_atomic entries */
+	uint32_t rd_res_n;
+	uint32_t rd_res_next;
+	bool ack_pending;		/* an ACK to send at the end of the batch */
+	uint32_t ack_psn;
+	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
+};
+
 struct urxe_eqp {
 	struct urxe_engine *eng;
 	uint32_t qpn;
@@ -327,57 +411,9 @@ struct urxe_eqp {
 	 */
 	uint64_t xrcd;
 	struct urxe_tgt_shared *shared;	/* TGT of a shared domain, or NULL */
-	/* requester */
-	uint32_t sq_next;		/* next WQE to start */
-	uint32_t psn;			/* next PSN to send */
-	uint32_t rd_outstanding;	/* READs/atomics in flight */
-	uint32_t unacked_pkts;		/* since the last AckReq */
-	uint32_t resend_end;		/* after a rewind: the PSN it left */
-	bool resending;			/* ... and it is not there yet */
-	uint32_t resp_pkts;		/* READ response packets awaited */
-	/*
-	 * The engine's budget of packets in flight is shared by its QPs as
-	 * they need it: what this QP holds of it (urxe_budget_sync), and its
-	 * place on the list of QPs waiting for room.
-	 */
-	uint32_t budget_held;
-	bool budget_waiting;
-	struct urxe_eqp *budget_next;
-	/*
-	 * Packets in flight (read without the lock by posters): their ACKs
-	 * will bring progress, so a post may leave its packets to the next
-	 * poll and its batch.
-	 */
-	atomic_bool streaming;
-	/* completer */
-	uint32_t sq_comp;		/* oldest WQE not completed */
-	uint32_t last_retired_psn;	/* last PSN of the WQE before sq_comp */
-	uint32_t acked_psn;		/* next PSN not yet acknowledged */
-	uint64_t retx_deadline;		/* 0: no transport timer armed */
-	uint64_t progress_ns;		/* last forward progress (or start) */
-	uint32_t srtt_ns;		/* smoothed round trip, 0: unknown */
-	uint32_t rto_ns;		/* backed-off fast timer, 0: base */
-	uint64_t rtt_start;		/* the sample in flight: sent at */
-	uint32_t rtt_psn;		/* ... this PSN */
-	bool rtt_active;
-	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
-	uint8_t retries_left;
-	uint8_t rnr_left;
-	/* responder */
-	uint32_t epsn;			/* expected PSN */
-	uint32_t msn;
-	uint32_t rq_cur;		/* receive WQE being filled (multi-packet SEND) */
-	bool rq_active;
-	uint32_t rq_off;
-	struct urxe_mem *wr_mem;	/* multi-packet WRITE target */
-	uint64_t wr_va;
-	uint32_t wr_resid;
-	struct urxe_rd_res *rd_res;	/* max_dest_rd_atomic entries */
-	uint32_t rd_res_n;
-	uint32_t rd_res_next;
-	bool ack_pending;		/* an ACK to send at the end of the batch */
-	uint32_t ack_psn;
-	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
+	struct urxe_req_state req;
+	struct urxe_comp_state comp;
+	struct urxe_resp_state resp;
 	struct urxe_eqp *pending_next;	/* on the engine's work list */
 	atomic_bool on_list;		/* set under list_lock */
 	/*
@@ -393,25 +429,6 @@ struct urxe_eqp {
 	 * Published to the slot's statistics record now and then.
 	 */
 	uint64_t cnt[URXE_CNT__COUNT];
-	/*
-	 * UC/UD waiting for room at a destination on this host (ops->tx_wait)
-	 * until then; 0: not waiting.  Last: the RC fields keep their places.
-	 */
-	uint64_t flow_deadline;
-	/*
-	 * RC: since when retries have not been counted because the peer, on
-	 * this host, has not read what it was sent (0: not now).
-	 */
-	uint64_t stall_since;
-	/*
-	 * RC/UC requester: the destination GID is an address of this host
-	 * nobody owns (no process, no socket): found by the provider at the
-	 * modify to RTR or by the completer at a retry timeout, and said
-	 * once (@dst_absent_said) at the default log level; the line when
-	 * the QP then fails says so too.
-	 */
-	atomic_bool dst_absent;
-	atomic_bool dst_absent_said;
 };
 
 /*

@@ -145,12 +145,12 @@ void fz_check_queues(void)
 		uint32_t prod = atomic_load(&qp->sq.prod);
 		uint32_t cons = atomic_load(&qp->sq.cons);
 
-		if (qp->sq_comp != cons || qp->sq_next - cons > prod - cons ||
+		if (qp->comp.sq_comp != cons || qp->req.sq_next - cons > prod - cons ||
 		    prod - cons > SQ_DEPTH ||
 		    atomic_load(&qp->rq.prod) - atomic_load(&qp->rq.cons) > RQ_DEPTH)
 			fatal("QP 0x%x: send queue retired %u, next %u, posted %u; "
 			      "receive queue taken %u, posted %u", qp->qpn, cons,
-			      qp->sq_next, prod, atomic_load(&qp->rq.cons),
+			      qp->req.sq_next, prod, atomic_load(&qp->rq.cons),
 			      atomic_load(&qp->rq.prod));
 	}
 	if (fz_srq_queued(&fz.srq) > RQ_DEPTH)
@@ -173,11 +173,11 @@ void fz_trace_qps(void)
 
 		fprintf(stderr, "fuzz_rx:     %u: state %d ePSN 0x%06x PSN 0x%06x "
 			"acked 0x%06x sq %u/%u/%u rq %u/%u%s%s%s", qi,
-			qp->attr.state, qp->epsn, qp->psn, qp->acked_psn,
-			qp->sq_comp, qp->sq_next, atomic_load(&qp->sq.prod),
+			qp->attr.state, qp->resp.epsn, qp->req.psn, qp->comp.acked_psn,
+			qp->comp.sq_comp, qp->req.sq_next, atomic_load(&qp->sq.prod),
 			atomic_load(&qp->rq.cons), atomic_load(&qp->rq.prod),
-			qp->rq_active ? " recv-active" : "",
-			qp->wr_mem ? " write-active" : "",
+			qp->resp.rq_active ? " recv-active" : "",
+			qp->resp.wr_mem ? " write-active" : "",
 			qp->srq_held ? " srq-held" : "");
 		fputc('\n', stderr);
 	}
@@ -921,7 +921,7 @@ void fz_check_mem_refs(void)
 		int want = 1;
 
 		for (qi = 0; qi < NQP; qi++)
-			want += fz.q[qi].qp.wr_mem == &fz.mr[i];
+			want += fz.q[qi].qp.resp.wr_mem == &fz.mr[i];
 		if (atomic_load(&fz.mr[i].refs) != want)
 			fatal("MR%u: %d references, expected %d", i,
 			      atomic_load(&fz.mr[i].refs), want);
