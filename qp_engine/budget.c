@@ -13,12 +13,12 @@ void urxe_budget_unwait(struct urxe_eqp *qp)
 
 	if (!qp->req.budget_waiting)
 		return;
-	for (pp = &eng->budget_wait; *pp; prev = *pp, pp = &(*pp)->req.budget_next) {
+	for (pp = &eng->budget.budget_wait; *pp; prev = *pp, pp = &(*pp)->req.budget_next) {
 		if (*pp != qp)
 			continue;
 		*pp = qp->req.budget_next;
-		if (eng->budget_wait_tail == qp)
-			eng->budget_wait_tail = prev;
+		if (eng->budget.budget_wait_tail == qp)
+			eng->budget.budget_wait_tail = prev;
 		break;
 	}
 	qp->req.budget_next = NULL;
@@ -34,17 +34,17 @@ void urxe_budget_sync(struct urxe_eqp *qp)
 	if (now == qp->req.budget_held)
 		return;
 	freed = qp->req.budget_held > now ? qp->req.budget_held - now : 0;
-	eng->inflight += now - qp->req.budget_held;
+	eng->budget.inflight += now - qp->req.budget_held;
 	qp->req.budget_held = now;
-	if (!freed || !eng->budget_wait)
+	if (!freed || !eng->budget.budget_wait)
 		return;
 	/* Room came back: as many waiters as it can serve, oldest first. */
-	room = eng->inflight < eng->budget_pkts ?
-	       eng->budget_pkts - eng->inflight : 0;
-	while (room && (w = eng->budget_wait)) {
-		eng->budget_wait = w->req.budget_next;
-		if (!eng->budget_wait)
-			eng->budget_wait_tail = NULL;
+	room = eng->budget.inflight < eng->budget.budget_pkts ?
+	       eng->budget.budget_pkts - eng->budget.inflight : 0;
+	while (room && (w = eng->budget.budget_wait)) {
+		eng->budget.budget_wait = w->req.budget_next;
+		if (!eng->budget.budget_wait)
+			eng->budget.budget_wait_tail = NULL;
 		w->req.budget_next = NULL;
 		w->req.budget_waiting = false;
 		urxe_qp_schedule(w);
@@ -56,20 +56,20 @@ bool urxe_budget_room(struct urxe_eqp *qp, uint32_t pkts)
 {
 	struct urxe_engine *eng = qp->eng;
 
-	if (!eng->budget_pkts)
+	if (!eng->budget.budget_pkts)
 		return true;
 	urxe_budget_sync(qp);
 	/* An empty budget always lets one request through. */
-	if (!eng->inflight || eng->inflight + pkts <= eng->budget_pkts)
+	if (!eng->budget.inflight || eng->budget.inflight + pkts <= eng->budget.budget_pkts)
 		return true;
 	if (!qp->req.budget_waiting) {
 		qp->req.budget_waiting = true;
 		qp->req.budget_next = NULL;
-		if (eng->budget_wait_tail)
-			eng->budget_wait_tail->req.budget_next = qp;
+		if (eng->budget.budget_wait_tail)
+			eng->budget.budget_wait_tail->req.budget_next = qp;
 		else
-			eng->budget_wait = qp;
-		eng->budget_wait_tail = qp;
+			eng->budget.budget_wait = qp;
+		eng->budget.budget_wait_tail = qp;
 	}
 	return false;
 }
@@ -94,27 +94,27 @@ void urxe_window_update(struct urxe_engine *eng)
 {
 	uint32_t w = URXE_WINDOW_PKTS;
 
-	if (eng->budget_pkts) {
-		w = eng->budget_pkts;
+	if (eng->budget.budget_pkts) {
+		w = eng->budget.budget_pkts;
 		w = w < URXE_WINDOW_MIN ? URXE_WINDOW_MIN :
 		    w > URXE_WINDOW_MAX ? URXE_WINDOW_MAX : w;
 	}
-	eng->window = w;
+	eng->budget.window = w;
 }
 
 void urxe_engine_set_read_window(struct urxe_engine *eng, uint32_t pkts)
 {
 	pthread_mutex_lock(&eng->lock);
-	eng->read_window = pkts;
+	eng->budget.read_window = pkts;
 	pthread_mutex_unlock(&eng->lock);
 }
 
 void urxe_engine_set_budget(struct urxe_engine *eng, uint32_t pkts)
 {
 	pthread_mutex_lock(&eng->lock);
-	pthread_mutex_lock(&eng->qp_lock);
-	eng->budget_pkts = pkts;
+	pthread_mutex_lock(&eng->qpt.qp_lock);
+	eng->budget.budget_pkts = pkts;
 	urxe_window_update(eng);
-	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_unlock(&eng->qpt.qp_lock);
 	pthread_mutex_unlock(&eng->lock);
 }

@@ -62,7 +62,7 @@ static void retire_head(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 	 * memory (zero copy: a resend, or an unreliable send just built):
 	 * they leave before the application may reuse it.
 	 */
-	if (qp->eng->ntx)
+	if (qp->eng->txb.ntx)
 		urxe_tx_flush(qp->eng);
 	qp->comp.sq_comp++;
 	atomic_store_explicit(&qp->sq.cons, qp->comp.sq_comp, memory_order_release);
@@ -529,10 +529,10 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 
 			urxe_info("QP 0x%06x: no ACK for PSN %u from QP 0x%06x after its retries: retry exceeded (this instance so far: %llu packets received, %llu refused by the ICRC check, %llu for no QP, %llu malformed)",
 				  qp->qpn, qp->comp.acked_psn, qp->attr.dest_qpn,
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_RCVD_PKTS]),
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_ICRC]),
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_NO_QP]),
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED]));
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_RCVD_PKTS]),
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_DROPPED_ICRC]),
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_DROPPED_NO_QP]),
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_DROPPED]));
 			fail(qp, qp->comp.acked_psn, URXE_V_RETRY_EXC);
 			return;
 		}

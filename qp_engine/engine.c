@@ -23,14 +23,14 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	eng = calloc(1, sizeof(*eng));
 	if (!eng)
 		return -ENOMEM;
-	eng->window = URXE_WINDOW_PKTS;
-	eng->qps = calloc(URXE_QP_SLOTS, sizeof(*eng->qps));
-	eng->keys = calloc(URXE_KEY_SLOTS, sizeof(*eng->keys));
-	eng->tx_buf = malloc(URXE_TX_BATCH * sizeof(*eng->tx_buf));
-	if (!eng->qps || !eng->keys || !eng->tx_buf) {
-		free(eng->tx_buf);
-		free(eng->qps);
-		free(eng->keys);
+	eng->budget.window = URXE_WINDOW_PKTS;
+	eng->qpt.qps = calloc(URXE_QP_SLOTS, sizeof(*eng->qpt.qps));
+	eng->keyt.keys = calloc(URXE_KEY_SLOTS, sizeof(*eng->keyt.keys));
+	eng->txb.tx_buf = malloc(URXE_TX_BATCH * sizeof(*eng->txb.tx_buf));
+	if (!eng->qpt.qps || !eng->keyt.keys || !eng->txb.tx_buf) {
+		free(eng->txb.tx_buf);
+		free(eng->qpt.qps);
+		free(eng->keyt.keys);
 		free(eng);
 		return -ENOMEM;
 	}
@@ -40,12 +40,12 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	snprintf(eng->name, sizeof(eng->name), "%s",
 		 conf->name ? conf->name : "urxe");
 	eng->gid0 = conf->gid0;
-	eng->key_next = 1;
+	eng->keyt.key_next = 1;
 	urxe_keys_seed(eng, conf->key_seed);
-	atomic_init(&eng->deadline_hint, UINT64_MAX);
+	atomic_init(&eng->clk.deadline_hint, UINT64_MAX);
 	/* Counters live in the slot's shared record when there is one. */
-	eng->cnt = conf->stats ? conf->stats->counters : eng->cnt_own;
-	eng->stats = conf->stats;
+	eng->ctr.cnt = conf->stats ? conf->stats->counters : eng->ctr.cnt_own;
+	eng->ctr.stats = conf->stats;
 	/*
 	 * A slot freed by one process is the next one's at once: its QPNs
 	 * must not be (a peer may still be retransmitting to an old QP).
@@ -54,14 +54,14 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	 * generations, are their own) at places of their own.
 	 */
 	if (conf->stats)
-		eng->qp_next = (conf->stats->generation * 1021u +
+		eng->qpt.qp_next = (conf->stats->generation * 1021u +
 				(uint32_t)geteuid() * 7919u) &
 			       (URXE_QP_SLOTS - 1);
 	urxe_qpstats_publish(eng);
 	pthread_mutex_init(&eng->lock, NULL);
-	pthread_mutex_init(&eng->qp_lock, NULL);
-	pthread_spin_init(&eng->key_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&eng->list_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&eng->qpt.qp_lock, NULL);
+	pthread_spin_init(&eng->keyt.key_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&eng->sched.list_lock, PTHREAD_PROCESS_PRIVATE);
 	atomic_init(&eng->work, false);
 	*out = eng;
 	return 0;
@@ -76,21 +76,21 @@ void urxe_engine_destroy(struct urxe_engine *eng)
 	urxe_engine_thread_stop(eng);
 	if (urxe_log_enabled(URXE_LOG_DEBUG))
 		for (i = 0; i < URXE_CNT__COUNT; i++)
-			if (atomic_load(&eng->cnt[i]))
+			if (atomic_load(&eng->ctr.cnt[i]))
 				urxe_dbg("slot %u: %s %llu", eng->slot,
 					 urxe_counter_names[i],
-					 (unsigned long long)atomic_load(&eng->cnt[i]));
+					 (unsigned long long)atomic_load(&eng->ctr.cnt[i]));
 	pthread_mutex_destroy(&eng->lock);
-	pthread_mutex_destroy(&eng->qp_lock);
-	pthread_spin_destroy(&eng->key_lock);
-	pthread_spin_destroy(&eng->list_lock);
+	pthread_mutex_destroy(&eng->qpt.qp_lock);
+	pthread_spin_destroy(&eng->keyt.key_lock);
+	pthread_spin_destroy(&eng->sched.list_lock);
 	urxe_gsi_destroy(eng);
-	free(eng->tx_buf);
-	free(eng->live);
-	free(eng->mc);
-	free(eng->xsrqs);
-	free(eng->qps);
-	free(eng->keys);
+	free(eng->txb.tx_buf);
+	free(eng->qpt.live);
+	free(eng->mcast.mc);
+	free(eng->qpt.xsrqs);
+	free(eng->qpt.qps);
+	free(eng->keyt.keys);
 	free(eng);
 }
 
@@ -120,5 +120,5 @@ void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out)
 	int i;
 
 	for (i = 0; i < URXE_CNT__COUNT; i++)
-		out[i] = atomic_load_explicit(&eng->cnt[i], memory_order_relaxed);
+		out[i] = atomic_load_explicit(&eng->ctr.cnt[i], memory_order_relaxed);
 }

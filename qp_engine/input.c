@@ -68,13 +68,13 @@ void urxe_engine_input(struct urxe_engine *eng, const uint8_t *roce,
 		return;
 	}
 	qp->cnt[URXE_CNT_RCVD_PKTS]++;
-	eng->acct = qp;
+	eng->ctr.acct = qp;
 	if (oi->flags & URXE_F_REQ)
 		urxe_resp_input(qp, &bth, oi, roce, paylen, meta);
 	else
 		urxe_comp_input(qp, &bth, oi, roce, paylen);
 	urxe_streaming_update(qp);
-	eng->acct = NULL;
+	eng->ctr.acct = NULL;
 	return;
 drop:
 	urxe_count(eng, URXE_CNT_DROPPED, 1);

@@ -53,9 +53,9 @@ void urxe_keys_seed(struct urxe_engine *eng, uint64_t seed)
 			r[i] = key_mix(seed + i);
 	}
 	for (i = 0; i < URXE_KEY_ROUNDS; i++)
-		eng->key_secret[i] = (uint32_t)(r[i / 2] >> (i % 2 * 32));
-	eng->key_rng = r[URXE_KEY_ROUNDS / 2] | 1;
-	eng->key_count = (uint32_t)(r[0] ^ r[1] >> 7);
+		eng->keyt.key_secret[i] = (uint32_t)(r[i / 2] >> (i % 2 * 32));
+	eng->keyt.key_rng = r[URXE_KEY_ROUNDS / 2] | 1;
+	eng->keyt.key_count = (uint32_t)(r[0] ^ r[1] >> 7);
 }
 
 static uint32_t key_round(uint32_t x, uint32_t k)
@@ -75,7 +75,7 @@ static uint32_t key_permute(const struct urxe_engine *eng, uint32_t v)
 
 	for (i = 0; i < URXE_KEY_ROUNDS; i++) {
 		t = r;
-		r = l ^ key_round(r, eng->key_secret[i]);
+		r = l ^ key_round(r, eng->keyt.key_secret[i]);
 		l = t;
 	}
 	return l << 12 | r;
@@ -88,7 +88,7 @@ static uint32_t key_unpermute(const struct urxe_engine *eng, uint32_t v)
 
 	for (i = URXE_KEY_ROUNDS; i-- > 0;) {
 		t = l;
-		l = r ^ key_round(l, eng->key_secret[i]);
+		l = r ^ key_round(l, eng->keyt.key_secret[i]);
 		r = t;
 	}
 	return l << 12 | r;
@@ -104,29 +104,29 @@ int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem)
 {
 	uint32_t i, idx;
 
-	pthread_spin_lock(&eng->key_lock);
+	pthread_spin_lock(&eng->keyt.key_lock);
 	for (i = 0; i < URXE_KEY_SLOTS - 1; i++) {
-		idx = eng->key_next;
-		eng->key_next = eng->key_next + 1 < URXE_KEY_SLOTS ?
-				eng->key_next + 1 : 1;
-		if (!eng->keys[idx])
+		idx = eng->keyt.key_next;
+		eng->keyt.key_next = eng->keyt.key_next + 1 < URXE_KEY_SLOTS ?
+				eng->keyt.key_next + 1 : 1;
+		if (!eng->keyt.keys[idx])
 			break;
 	}
 	if (i == URXE_KEY_SLOTS - 1) {
-		pthread_spin_unlock(&eng->key_lock);
+		pthread_spin_unlock(&eng->keyt.key_lock);
 		return -ENOMEM;
 	}
-	eng->key_count++;
-	eng->key_rng ^= eng->key_rng << 13;	/* xorshift64 */
-	eng->key_rng ^= eng->key_rng >> 7;
-	eng->key_rng ^= eng->key_rng << 17;
-	mem->lkey = key_permute(eng, idx << 6 | (eng->key_count & 63)) << 8 |
-		    (uint32_t)(key_mix(eng->key_rng) & 0xff);
+	eng->keyt.key_count++;
+	eng->keyt.key_rng ^= eng->keyt.key_rng << 13;	/* xorshift64 */
+	eng->keyt.key_rng ^= eng->keyt.key_rng >> 7;
+	eng->keyt.key_rng ^= eng->keyt.key_rng << 17;
+	mem->lkey = key_permute(eng, idx << 6 | (eng->keyt.key_count & 63)) << 8 |
+		    (uint32_t)(key_mix(eng->keyt.key_rng) & 0xff);
 	mem->rkey = mem->lkey;
 	atomic_store(&mem->refs, 1);
 	/* Published whole: urxe_mem_borrow() reads without the lock. */
-	__atomic_store_n(&eng->keys[idx], mem, __ATOMIC_RELEASE);
-	pthread_spin_unlock(&eng->key_lock);
+	__atomic_store_n(&eng->keyt.keys[idx], mem, __ATOMIC_RELEASE);
+	pthread_spin_unlock(&eng->keyt.key_lock);
 	return (int)idx;
 }
 
@@ -145,12 +145,12 @@ int urxe_engine_mem_remove(struct urxe_engine *eng, struct urxe_mem *mem)
 	int rc = 0;
 
 	pthread_mutex_lock(&eng->lock);
-	pthread_spin_lock(&eng->key_lock);
+	pthread_spin_lock(&eng->keyt.key_lock);
 	if (atomic_load(&mem->refs) > 1)
 		rc = -EBUSY;
-	else if (idx < URXE_KEY_SLOTS && eng->keys[idx] == mem)
-		__atomic_store_n(&eng->keys[idx], NULL, __ATOMIC_RELAXED);
-	pthread_spin_unlock(&eng->key_lock);
+	else if (idx < URXE_KEY_SLOTS && eng->keyt.keys[idx] == mem)
+		__atomic_store_n(&eng->keyt.keys[idx], NULL, __ATOMIC_RELAXED);
+	pthread_spin_unlock(&eng->keyt.key_lock);
 	pthread_mutex_unlock(&eng->lock);
 	return rc;
 }
@@ -162,7 +162,7 @@ struct urxe_mem *urxe_mem_borrow(struct urxe_engine *eng, uint32_t lkey)
 
 	if (idx == 0)
 		return NULL;
-	m = __atomic_load_n(&eng->keys[idx], __ATOMIC_ACQUIRE);
+	m = __atomic_load_n(&eng->keyt.keys[idx], __ATOMIC_ACQUIRE);
 	/* A memory window has no local key (IBA 10.6.7). */
 	return m && m->lkey == lkey && !m->mw_type ? m : NULL;
 }
@@ -175,14 +175,14 @@ struct urxe_mem *urxe_mem_get(struct urxe_engine *eng, uint32_t key,
 
 	if (idx == 0)
 		return NULL;
-	pthread_spin_lock(&eng->key_lock);
-	m = eng->keys[idx];
+	pthread_spin_lock(&eng->keyt.key_lock);
+	m = eng->keyt.keys[idx];
 	/* A memory window has no local key (IBA 10.6.7). */
 	if (m && (remote ? m->rkey == key : m->lkey == key && !m->mw_type))
 		atomic_fetch_add(&m->refs, 1);
 	else
 		m = NULL;
-	pthread_spin_unlock(&eng->key_lock);
+	pthread_spin_unlock(&eng->keyt.key_lock);
 	return m;
 }
 

@@ -12,7 +12,7 @@
  *
  * flag               set by                cleared by            under
  * ------------------ --------------------- --------------------- --------------
- * eng->pending,      posters               the holder            list_lock
+ * eng->sched.pending,posters               the holder            list_lock
  * qp->on_list,       (urxe_engine_kick);   (pop_pending); QP     (removal:
  * qp->pending_next   the holder            removal               and the
  *                    (urxe_qp_schedule)    (urxe_pending_remove) progress lock)
@@ -28,31 +28,32 @@
  * eng->input_wanted  the engine thread     the holder, which     no lock
  *                    finding the lock held then reads the input  (exchange)
  *
- * eng->acks_         a polling holder that the holder, at the    progress lock;
+ * eng->app.acks_     a polling holder that the holder, at the    progress lock;
  *   deferred_ns      returns with ACKs     start of each round   read by loop.c
  *                    owed
  *
- * eng->timer_moved   whoever lowers        progress() after      set: progress
- *                    deadline_hint         unlocking; it wakes   lock; cleared:
+ * eng->clk.          whoever lowers        progress() after      set: progress
+ *   timer_moved      deadline_hint         unlocking; it wakes   lock; cleared:
  *                    (timer.c, stats.c)    the engine thread     exchange
  *
- * eng->deadline_hint lowered: timer_set,   recomputed by         progress lock;
- *                    xrc_watch, stats      urxe_timers_run       read without
+ * eng->clk.          lowered: timer_set,   recomputed by         progress lock;
+ *   deadline_hint    xrc_watch, stats      urxe_timers_run       read without
  *
- * qp->req.streaming      the holder (urxe_     the holder (the same  progress lock;
+ * qp->req.streaming  the holder (urxe_     the holder (the same  progress lock;
  *                    streaming_update)     store)                read: posters
  *
- * eng->app_in_       a polling application the same thread,      no lock; read:
+ * eng->app.app_in_   a polling application the same thread,      no lock; read:
  *   progress         thread entering       after progress        the engine
  *                    progress                                    thread
  *
- * eng->app_          a polling application (a time:              no lock; read:
+ * eng->app.app_      a polling application (a time:              no lock; read:
  *   progress_ns      thread after progress overwritten)          kick, loop.c
  *
- * eng->app_post_ns   posters (kick)        (a time: overwritten) no lock
+ * eng->app.app_      posters (kick)        (a time: overwritten) no lock
+ *   post_ns
  *
- * eng->clock_valid   the holder, a round   the holder, at the    progress lock
- *                    (progress_locked,     round's end
+ * eng->clk.          the holder, a round   the holder, at the    progress lock
+ *   clock_valid      (progress_locked,     round's end
  *                    input_arrived)
  */
 #include <errno.h>
@@ -65,13 +66,13 @@ static void schedule_push(struct urxe_eqp *qp)
 {
 	struct urxe_engine *eng = qp->eng;
 
-	pthread_spin_lock(&eng->list_lock);
+	pthread_spin_lock(&eng->sched.list_lock);
 	if (!atomic_load_explicit(&qp->on_list, memory_order_relaxed)) {
 		atomic_store_explicit(&qp->on_list, true, memory_order_relaxed);
-		qp->pending_next = eng->pending;
-		__atomic_store_n(&eng->pending, qp, __ATOMIC_RELEASE);
+		qp->pending_next = eng->sched.pending;
+		__atomic_store_n(&eng->sched.pending, qp, __ATOMIC_RELEASE);
 	}
-	pthread_spin_unlock(&eng->list_lock);
+	pthread_spin_unlock(&eng->sched.list_lock);
 }
 
 /* Takes @qp off the work list, if it is there (the QP is going away). */
@@ -80,8 +81,8 @@ void urxe_pending_remove(struct urxe_eqp *qp)
 	struct urxe_engine *eng = qp->eng;
 	struct urxe_eqp **pp;
 
-	pthread_spin_lock(&eng->list_lock);
-	for (pp = &eng->pending; *pp; pp = &(*pp)->pending_next) {
+	pthread_spin_lock(&eng->sched.list_lock);
+	for (pp = &eng->sched.pending; *pp; pp = &(*pp)->pending_next) {
 		if (*pp == qp) {
 			__atomic_store_n(pp, qp->pending_next,
 					 __ATOMIC_RELAXED);
@@ -89,7 +90,7 @@ void urxe_pending_remove(struct urxe_eqp *qp)
 		}
 	}
 	atomic_store_explicit(&qp->on_list, false, memory_order_relaxed);
-	pthread_spin_unlock(&eng->list_lock);
+	pthread_spin_unlock(&eng->sched.list_lock);
 }
 
 /*
@@ -112,9 +113,9 @@ void urxe_engine_exit_acks(struct urxe_engine *eng)
 	}
 	if (pthread_mutex_timedlock(&eng->lock, &until))
 		return;
-	for (i = 0; i < eng->nlive; i++)
-		if (eng->live[i]->resp.ack_pending)
-			urxe_resp_send_ack(eng->live[i]);
+	for (i = 0; i < eng->qpt.nlive; i++)
+		if (eng->qpt.live[i]->resp.ack_pending)
+			urxe_resp_send_ack(eng->qpt.live[i]);
 	urxe_tx_flush(eng);
 	pthread_mutex_unlock(&eng->lock);
 }
@@ -144,18 +145,18 @@ static struct urxe_eqp *pop_pending(struct urxe_engine *eng)
 	struct urxe_eqp *qp;
 
 	/* The idle (busy-polling) path: no lock for an empty list. */
-	if (!__atomic_load_n(&eng->pending, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&eng->sched.pending, __ATOMIC_ACQUIRE))
 		return NULL;
-	pthread_spin_lock(&eng->list_lock);
-	qp = eng->pending;
+	pthread_spin_lock(&eng->sched.list_lock);
+	qp = eng->sched.pending;
 	if (qp) {
-		__atomic_store_n(&eng->pending, qp->pending_next,
+		__atomic_store_n(&eng->sched.pending, qp->pending_next,
 				 __ATOMIC_RELAXED);
 		qp->pending_next = NULL;
 		atomic_store_explicit(&qp->on_list, false,
 				      memory_order_relaxed);
 	}
-	pthread_spin_unlock(&eng->list_lock);
+	pthread_spin_unlock(&eng->sched.list_lock);
 	return qp;
 }
 
@@ -170,12 +171,12 @@ static void run_pending(struct urxe_engine *eng)
 			urxe_qp_flush(qp);
 			continue;
 		}
-		eng->acct = qp;
+		eng->ctr.acct = qp;
 		if (qp->resp.ack_pending)
 			urxe_resp_send_ack(qp);
 		urxe_req_run(qp);
 		urxe_streaming_update(qp);
-		eng->acct = NULL;
+		eng->ctr.acct = NULL;
 	}
 }
 
@@ -198,7 +199,7 @@ enum prog_mode {
 static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			   uint64_t *clock)
 {
-	uint64_t cqes = eng->cqes;
+	uint64_t cqes = eng->ctr.cqes;
 	int did = 0, n, rounds = 0;
 	bool input;
 
@@ -212,8 +213,8 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			atomic_store(&eng->work, true);
 			break;
 		}
-		eng->clock_ns = urxe_now(eng);
-		eng->clock_valid = true;
+		eng->clk.clock_ns = urxe_now(eng);
+		eng->clk.clock_valid = true;
 		/*
 		 * Cleared before the list is read, with a full barrier (a
 		 * poster sets it after its push).  Read first: an idle poll
@@ -221,7 +222,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 		 */
 		if (atomic_load_explicit(&eng->work, memory_order_relaxed))
 			atomic_store(&eng->work, false);
-		atomic_store_explicit(&eng->acks_deferred_ns, 0,
+		atomic_store_explicit(&eng->app.acks_deferred_ns, 0,
 				      memory_order_relaxed);
 		run_pending(eng);
 		/*
@@ -244,7 +245,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 		if (n > 0)
 			did = 1;
 		urxe_timers_run(eng);
-		if (mode == PROG_POLL && eng->cqes != cqes) {
+		if (mode == PROG_POLL && eng->ctr.cqes != cqes) {
 			/*
 			 * Messages arrived: the caller returns to them now.
 			 * The ACKs this input owes stay flagged and leave at
@@ -254,11 +255,11 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			 * sends, or WRITEs without immediate, defers nothing:
 			 * a program spinning on memory may never call.)
 			 */
-			if (__atomic_load_n(&eng->pending, __ATOMIC_RELAXED)) {
+			if (__atomic_load_n(&eng->sched.pending, __ATOMIC_RELAXED)) {
 				if (!atomic_load_explicit(&eng->work,
 							  memory_order_relaxed))
 					atomic_store(&eng->work, true);
-				atomic_store_explicit(&eng->acks_deferred_ns,
+				atomic_store_explicit(&eng->app.acks_deferred_ns,
 						      urxe_clock(eng),
 						      memory_order_relaxed);
 			}
@@ -269,8 +270,8 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 	urxe_tx_flush(eng);
 	urxe_qpstats_tick(eng);
 	if (clock)
-		*clock = eng->clock_ns;
-	eng->clock_valid = false;
+		*clock = eng->clk.clock_ns;
+	eng->clk.clock_valid = false;
 	return did;
 }
 
@@ -296,14 +297,14 @@ int urxe_engine_progress(struct urxe_engine *eng)
 	 * Stamped at the end only: while it runs, app_in_progress says so
 	 * (a clock read less on every poll of an empty CQ).
 	 */
-	atomic_store_explicit(&eng->app_in_progress, true, memory_order_relaxed);
+	atomic_store_explicit(&eng->app.app_in_progress, true, memory_order_relaxed);
 	did = progress(eng, PROG_POLL, &clock);
-	atomic_store_explicit(&eng->app_in_progress, false,
+	atomic_store_explicit(&eng->app.app_in_progress, false,
 			      memory_order_relaxed);
 	/* The last round's clock (a run lasts microseconds), or a reading. */
 	if (!clock)
 		clock = urxe_now(eng);
-	atomic_store_explicit(&eng->app_progress_ns, clock,
+	atomic_store_explicit(&eng->app.app_progress_ns, clock,
 			      memory_order_relaxed);
 	return did;
 }
@@ -357,8 +358,8 @@ static int progress(struct urxe_engine *eng, enum prog_mode mode,
 		pthread_mutex_unlock(&eng->lock);
 	}
 	/* An earlier deadline: the engine thread's timer must know it. */
-	if (atomic_load_explicit(&eng->timer_moved, memory_order_relaxed) &&
-	    atomic_exchange(&eng->timer_moved, false) &&
+	if (atomic_load_explicit(&eng->clk.timer_moved, memory_order_relaxed) &&
+	    atomic_exchange(&eng->clk.timer_moved, false) &&
 	    !urxe_in_engine_thread(eng))
 		urxe_engine_thread_wake(eng);
 	return did;
@@ -392,20 +393,20 @@ void urxe_engine_kick(struct urxe_eqp *qp)
 	 * those in flight wake.
 	 */
 	if (atomic_load_explicit(&qp->req.streaming, memory_order_relaxed)) {
-		last = atomic_load_explicit(&eng->app_progress_ns,
+		last = atomic_load_explicit(&eng->app.app_progress_ns,
 					    memory_order_relaxed);
-		post = atomic_load_explicit(&eng->app_post_ns,
+		post = atomic_load_explicit(&eng->app.app_post_ns,
 					    memory_order_relaxed);
 		now = urxe_now(eng);
 		if (last && now - (post > last ? post : last) <
 			    URXE_POST_DEFER_NS) {
-			atomic_store_explicit(&eng->app_post_ns, now,
+			atomic_store_explicit(&eng->app.app_post_ns, now,
 					      memory_order_relaxed);
 			return;
 		}
 	}
 	progress(eng, PROG_KICK, NULL);
-	atomic_store_explicit(&eng->app_post_ns, urxe_now(eng),
+	atomic_store_explicit(&eng->app.app_post_ns, urxe_now(eng),
 			      memory_order_relaxed);
 }
 

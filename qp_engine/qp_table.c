@@ -15,10 +15,10 @@ int urxe_index_alloc(struct urxe_engine *eng)
 	uint32_t i, idx;
 
 	for (i = 0; i < URXE_QP_SLOTS; i++) {
-		idx = (eng->qp_next + i) & (URXE_QP_SLOTS - 1);
-		if (!eng->qps[idx] && !(eng->xsrqs && eng->xsrqs[idx])) {
+		idx = (eng->qpt.qp_next + i) & (URXE_QP_SLOTS - 1);
+		if (!eng->qpt.qps[idx] && !(eng->qpt.xsrqs && eng->qpt.xsrqs[idx])) {
 			/* Round robin: a freed number is not reused at once. */
-			eng->qp_next = idx + 1;
+			eng->qpt.qp_next = idx + 1;
 			return (int)idx;
 		}
 	}
@@ -32,17 +32,17 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 
 	/* Lock order: the progress lock, then qp_lock (as qp_remove). */
 	pthread_mutex_lock(&eng->lock);
-	pthread_mutex_lock(&eng->qp_lock);
-	if (eng->nlive == eng->live_cap) {
-		uint32_t cap = eng->live_cap ? eng->live_cap * 2 : 16;
-		struct urxe_eqp **l = realloc(eng->live, cap * sizeof(*l));
+	pthread_mutex_lock(&eng->qpt.qp_lock);
+	if (eng->qpt.nlive == eng->qpt.live_cap) {
+		uint32_t cap = eng->qpt.live_cap ? eng->qpt.live_cap * 2 : 16;
+		struct urxe_eqp **l = realloc(eng->qpt.live, cap * sizeof(*l));
 
 		if (!l) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		eng->live = l;
-		eng->live_cap = cap;
+		eng->qpt.live = l;
+		eng->qpt.live_cap = cap;
 	}
 	rc = urxe_index_alloc(eng);
 	if (rc < 0)
@@ -55,12 +55,12 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 	/* Flow entropy for ECMP and the source-port pool (IBA A17.5.1). */
 	qp->sport = (uint16_t)(0xc000 | ((qp->qpn * 2654435761u) >> 18));
 	memset(qp->cnt, 0, sizeof(qp->cnt));
-	eng->qps[idx] = qp;
-	eng->live[eng->nlive++] = qp;
+	eng->qpt.qps[idx] = qp;
+	eng->qpt.live[eng->qpt.nlive++] = qp;
 	urxe_window_update(eng);
 	urxe_qpstats_publish(eng);
 out:
-	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_unlock(&eng->qpt.qp_lock);
 	pthread_mutex_unlock(&eng->lock);
 	return rc;
 }
@@ -78,21 +78,21 @@ void urxe_engine_qp_remove(struct urxe_engine *eng, struct urxe_eqp *qp)
 	}
 	/* Its room in the budget is everyone's again. */
 	urxe_budget_unwait(qp);
-	eng->inflight -= qp->req.budget_held;
+	eng->budget.inflight -= qp->req.budget_held;
 	qp->req.budget_held = 0;
-	pthread_mutex_lock(&eng->qp_lock);
-	if (eng->qps[idx] == qp)
-		eng->qps[idx] = NULL;
-	for (i = 0; i < eng->nlive; i++) {
-		if (eng->live[i] == qp) {
+	pthread_mutex_lock(&eng->qpt.qp_lock);
+	if (eng->qpt.qps[idx] == qp)
+		eng->qpt.qps[idx] = NULL;
+	for (i = 0; i < eng->qpt.nlive; i++) {
+		if (eng->qpt.live[i] == qp) {
 			urxe_qpstats_retire(eng, qp);
-			eng->live[i] = eng->live[--eng->nlive];
+			eng->qpt.live[i] = eng->qpt.live[--eng->qpt.nlive];
 			break;
 		}
 	}
 	urxe_window_update(eng);
 	urxe_qpstats_publish(eng);
-	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_unlock(&eng->qpt.qp_lock);
 	urxe_pending_remove(qp);
 	urxe_mcast_qp_gone(eng, qp);
 	if (qp->type == IBV_QPT_XRC_RECV) {
@@ -113,7 +113,7 @@ struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn)
 {
 	if (qpn >> URXE_QPN_INDEX_BITS != eng->slot)
 		return NULL;
-	return eng->qps[qpn & (URXE_QP_SLOTS - 1)];
+	return eng->qpt.qps[qpn & (URXE_QP_SLOTS - 1)];
 }
 
 void urxe_qp_flush(struct urxe_eqp *qp)
@@ -236,12 +236,12 @@ static void input_arrived(struct urxe_engine *eng)
 
 	if (!eng->ops->rx_poll)
 		return;
-	eng->clock_ns = urxe_now(eng);
-	eng->clock_valid = true;
+	eng->clk.clock_ns = urxe_now(eng);
+	eng->clk.clock_valid = true;
 	do
 		n = eng->ops->rx_poll(eng->priv, eng, 64);
 	while (n >= 64 && --rounds);
-	eng->clock_valid = false;
+	eng->clk.clock_valid = false;
 }
 
 static bool state_takes_input(enum ibv_qp_state s)

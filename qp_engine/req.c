@@ -21,8 +21,8 @@
 /* How many READ answer packets may be awaited (and asked for at once). */
 static uint32_t read_window(const struct urxe_engine *eng)
 {
-	return eng->read_window && eng->read_window < eng->window ?
-	       eng->read_window : eng->window;
+	return eng->budget.read_window && eng->budget.read_window < eng->budget.window ?
+	       eng->budget.read_window : eng->budget.window;
 }
 
 uint32_t urxe_wqe_pkts(const struct urxe_eqp *qp,
@@ -205,7 +205,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	 * for a timeout.  A stream of small messages is acknowledged every
 	 * few packets, not message by message (an ACK covers all before it).
 	 */
-	every = eng->window < 2 * URXE_ACK_EVERY ? eng->window : URXE_ACK_EVERY;
+	every = eng->budget.window < 2 * URXE_ACK_EVERY ? eng->budget.window : URXE_ACK_EVERY;
 	/*
 	 * ... and on the packet that fills the engine's budget: the QP may
 	 * then wait for room, and the room comes back with ACKs.  Likewise
@@ -221,10 +221,10 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		       urxe_psn_add(bth.psn, 1) == qp->req.resend_end) ||
 		      qp->req.unacked_pkts >= (every ? every : 1) ||
 		      urxe_psn_diff(urxe_psn_add(qp->req.psn, 1), qp->comp.acked_psn) >=
-		      (int32_t)eng->window ||
-		      (eng->budget_pkts &&
-		       eng->inflight + 1 + urxe_qp_inflight(qp) -
-		       qp->req.budget_held >= eng->budget_pkts));
+		      (int32_t)eng->budget.window ||
+		      (eng->budget.budget_pkts &&
+		       eng->budget.inflight + 1 + urxe_qp_inflight(qp) -
+		       qp->req.budget_held >= eng->budget.budget_pkts));
 	if (bth.ackreq)
 		qp->req.unacked_pkts = 0;
 	oi = urxe_opinfo(bth.opcode);
@@ -350,7 +350,7 @@ static bool may_send(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 	if (!urxe_qp_reliable(qp))
 		return flow_room(qp, wqe);
 	/* (After a rewind, late answers may put acked_psn ahead of psn.) */
-	if (urxe_psn_diff(qp->req.psn, qp->comp.acked_psn) >= (int32_t)qp->eng->window)
+	if (urxe_psn_diff(qp->req.psn, qp->comp.acked_psn) >= (int32_t)qp->eng->budget.window)
 		return false;
 	if (is_rd_atomic(wqe)) {
 		if (qp->req.rd_outstanding >= max_rd)

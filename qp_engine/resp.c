@@ -199,7 +199,7 @@ static enum urxe_verdict xrc_bind(struct urxe_eqp *qp,
 		return URXE_V_NAK_INV;
 	/* Room for the largest WQE of any XRC SRQ (urxe_engine_xsrq_add). */
 	if (!qp->srq_wqe) {
-		qp->srq_wqe = malloc(qp->eng->xsrq_stride);
+		qp->srq_wqe = malloc(qp->eng->qpt.xsrq_stride);
 		if (!qp->srq_wqe)
 			return URXE_V_RNR;	/* not ready: RNR NAK */
 	}

@@ -17,7 +17,7 @@ static void push_recv_cqe(struct urxe_eqp *qp, struct ibv_wc *wc, bool se)
 {
 	wc->qp_num = qp->qpn;
 	urxe_cq_push(qp->rcq, wc, se);
-	qp->eng->cqes++;
+	qp->eng->ctr.cqes++;
 }
 
 static struct urxe_recv_wqe *rq_head(struct urxe_eqp *qp)

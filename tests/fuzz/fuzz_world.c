@@ -762,11 +762,11 @@ static void engine_new(void)
 	};
 
 	check(!urxe_engine_create(&conf, &fz.eng));
-	fresh.qp_next = fz.eng->qp_next;
-	fresh.key_next = fz.eng->key_next;
-	fresh.key_count = fz.eng->key_count;
-	fresh.key_rng = fz.eng->key_rng;
-	fresh.deadline_hint = atomic_load(&fz.eng->deadline_hint);
+	fresh.qp_next = fz.eng->qpt.qp_next;
+	fresh.key_next = fz.eng->keyt.key_next;
+	fresh.key_count = fz.eng->keyt.key_count;
+	fresh.key_rng = fz.eng->keyt.key_rng;
+	fresh.deadline_hint = atomic_load(&fz.eng->clk.deadline_hint);
 }
 
 static void engine_rewind(void)
@@ -774,16 +774,16 @@ static void engine_rewind(void)
 	struct urxe_engine *e = fz.eng;
 	unsigned int i;
 
-	check(!e->nlive && !e->pending && !e->ntx && !e->acct && !e->stats);
-	e->qp_next = fresh.qp_next;
-	e->key_next = fresh.key_next;
-	e->key_count = fresh.key_count;
-	e->key_rng = fresh.key_rng;
-	atomic_store(&e->deadline_hint, fresh.deadline_hint);
-	atomic_store(&e->timer_moved, false);
+	check(!e->qpt.nlive && !e->sched.pending && !e->txb.ntx && !e->ctr.acct && !e->ctr.stats);
+	e->qpt.qp_next = fresh.qp_next;
+	e->keyt.key_next = fresh.key_next;
+	e->keyt.key_count = fresh.key_count;
+	e->keyt.key_rng = fresh.key_rng;
+	atomic_store(&e->clk.deadline_hint, fresh.deadline_hint);
+	atomic_store(&e->clk.timer_moved, false);
 	atomic_store(&e->work, false);
 	for (i = 0; i < URXE_CNT__COUNT; i++)
-		atomic_store(&e->cnt[i], 0);
+		atomic_store(&e->ctr.cnt[i], 0);
 }
 
 /* MRs, QPs connected, receives and sends posted: on a new engine or not. */
