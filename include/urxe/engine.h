@@ -58,6 +58,11 @@ struct urxe_mem {
 
 /* ---- work queues ---- */
 
+#define URXE_MAX_MSG_SZ 0x80000000u	/* 2 GiB, the IBA maximum message */
+
+/* The bytes an SGE list of @n entries covers. */
+uint64_t urxe_sge_len(const struct ibv_sge *sg, int n);
+
 struct urxe_sge {
 	uint64_t addr;
 	uint32_t length;
@@ -116,7 +121,10 @@ struct urxe_recv_wqe {
 
 /*
  * A ring of fixed-size slots.  Indices run free; slot = index & mask.
- * prod is written by the poster (under lock), read by the engine.
+ * prod is written by the poster (under lock), read by the engine; both
+ * sides are the engine's code (posting: urxe_engine_sq_*, *_post).  The
+ * provider sizes a ring (urxe_wq_init) and reads its limits, nothing
+ * more.
  */
 struct urxe_wq {
 	uint8_t *buf;
@@ -143,7 +151,7 @@ void urxe_wq_fini(struct urxe_wq *q);
 
 /*
  * A basic SRQ: one receive ring that any number of the engine's QPs
- * consume from.  Posters fill @rq under its spinlock as for a QP's own
+ * consume from.  Posters fill @rq (urxe_engine_srq_post) as a QP's own
  * receive queue; the engine consumes under the progress lock, one WQE per
  * message, which the QP then holds (urxe_eqp.srq_wqe) until it
  * completes.  The WQEs' lkeys are checked against the SRQ's PD.
@@ -437,6 +445,33 @@ struct urxe_eqp {
  * provider (at RTR) and the completer alike.
  */
 void urxe_engine_qp_dst_absent(struct urxe_eqp *qp, const union ibv_gid *dgid);
+
+/* ---- posting work ---- */
+
+/*
+ * Posting: the producer side of the work rings (the engine consumes).
+ * A poster brackets its posts with urxe_engine_sq_begin(), which takes
+ * the send queue's poster lock and returns the index the next post
+ * fills, and urxe_engine_sq_end(), which lets it go.  In between,
+ * urxe_engine_sq_slot() gives the slot of index @idx to write the WQE
+ * into, or NULL while the queue holds max_wr WQEs not yet retired;
+ * urxe_engine_sq_publish() hands every slot before @end to the engine
+ * (a release store: their contents are seen first).  Then
+ * urxe_engine_kick().
+ *
+ * Receives, for a QP's own receive queue and an SRQ alike: each WR is
+ * checked (its SGE count) and written, and published at once; the first
+ * bad one (-EINVAL) or the first that finds the ring full (-ENOMEM)
+ * stops the list and is returned in *@bad; *@posted says how many went.
+ */
+uint32_t urxe_engine_sq_begin(struct urxe_eqp *qp);
+struct urxe_send_wqe *urxe_engine_sq_slot(struct urxe_eqp *qp, uint32_t idx);
+void urxe_engine_sq_publish(struct urxe_eqp *qp, uint32_t end);
+void urxe_engine_sq_end(struct urxe_eqp *qp);
+int urxe_engine_rq_post(struct urxe_eqp *qp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad, unsigned int *posted);
+int urxe_engine_srq_post(struct urxe_esrq *srq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad, unsigned int *posted);
 
 /* ---- the engine ---- */
 
