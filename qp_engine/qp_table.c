@@ -25,6 +25,12 @@ int urxe_index_alloc(struct urxe_engine *eng)
 	return -ENOMEM;
 }
 
+uint16_t urxe_engine_qp_sport(uint32_t qpn)
+{
+	/* Flow entropy for ECMP and the source-port pool (IBA A17.5.1). */
+	return (uint16_t)(0xc000 | ((qpn * 2654435761u) >> 18));
+}
+
 int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 {
 	uint32_t idx = 0;
@@ -52,8 +58,7 @@ int urxe_engine_qp_add(struct urxe_engine *eng, struct urxe_eqp *qp)
 	qp->eng = eng;
 	qp->qpn = eng->slot << URXE_QPN_INDEX_BITS | idx;
 	qp->attr.state = IBV_QPS_RESET;
-	/* Flow entropy for ECMP and the source-port pool (IBA A17.5.1). */
-	qp->sport = (uint16_t)(0xc000 | ((qp->qpn * 2654435761u) >> 18));
+	qp->sport = urxe_engine_qp_sport(qp->qpn);
 	memset(qp->cnt, 0, sizeof(qp->cnt));
 	eng->qpt.qps[idx] = qp;
 	eng->qpt.live[eng->qpt.nlive++] = qp;

@@ -18,6 +18,14 @@ static bool foreign(const struct urxe_eqp *qp)
 	return qp->qpn >> URXE_QPN_INDEX_BITS != qp->eng->slot;
 }
 
+void urxe_engine_tgt_seed(const struct urxe_eqp *qp,
+			  struct urxe_tgt_shared *st)
+{
+	st->attr = qp->attr;
+	st->epsn = qp->resp.epsn;
+	st->msn = qp->resp.msn;
+}
+
 void urxe_tgt_begin(struct urxe_eqp *qp)
 {
 	struct urxe_tgt_shared *st = qp->shared;

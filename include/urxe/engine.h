@@ -658,6 +658,15 @@ bool urxe_engine_mcast_group(struct urxe_engine *eng, const uint8_t *roce,
  */
 void urxe_engine_xrc_watch(struct urxe_engine *eng, bool on);
 void urxe_engine_qp_fail(struct urxe_eqp *qp, enum ibv_event_type ev);
+/*
+ * The shared state of TGT QP @qp's domain, @st, starts as @qp's own
+ * (attributes, ePSN, MSN); before the domain publishes it, so without
+ * its lock.  A view's UDP source port: urxe_engine_qp_sport() of the
+ * QPN, as urxe_engine_qp_add() gives every QP.
+ */
+void urxe_engine_tgt_seed(const struct urxe_eqp *qp,
+			  struct urxe_tgt_shared *st);
+uint16_t urxe_engine_qp_sport(uint32_t qpn);
 
 /*
  * QP1, the GSI, as a port (gsi.c): RDMA CM's MADs.  After
