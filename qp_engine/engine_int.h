@@ -68,18 +68,23 @@ struct urxe_engine {
 
 	/* key table (keys.c) */
 	struct {
-		pthread_spinlock_t key_lock;	/* a few instructions held */
+		/* a few instructions held */
+		pthread_spinlock_t key_lock;
 		struct urxe_mem **keys;
-		uint32_t key_next;		/* the next index tried */
-		uint32_t key_count;		/* keys handed out: the reuse bits */
-		uint64_t key_rng;		/* the regions' low bytes */
-		uint32_t key_secret[URXE_KEY_ROUNDS];	/* the permutation's */
+		uint32_t key_next;	/* the next index tried */
+		uint32_t key_count;	/* keys handed out: the reuse bits */
+		uint64_t key_rng;	/* the regions' low bytes */
+		/* the permutation's round keys */
+		uint32_t key_secret[URXE_KEY_ROUNDS];
 	} keyt;
 
 	/* time and timers (timer.c) */
 	struct {
-		/* no timer expires before this; written under the progress
-		 * lock, read without it by waiters choosing how long to sleep */
+		/*
+		 * No timer expires before this; written under the progress
+		 * lock, read without it by waiters choosing how long to
+		 * sleep.
+		 */
 		_Atomic uint64_t deadline_hint;
 		/*
 		 * The time a progress round began, for the lock holder's
@@ -87,15 +92,16 @@ struct urxe_engine {
 		 * not one per use.
 		 */
 		uint64_t clock_ns;
-		bool clock_valid;		/* inside progress_locked() */
-		atomic_bool timer_moved;	/* the engine thread must re-arm */
+		bool clock_valid;	/* inside progress_locked() */
+		atomic_bool timer_moved; /* the engine thread must re-arm */
 		/* ops->xrc_watch due then (0: off); under the progress lock */
 		uint64_t xrc_watch_due;
 	} clk;
 
 	/* QPs with send work or ACKs to send (progress.c) */
 	struct {
-		pthread_spinlock_t list_lock;	/* a few instructions held */
+		/* a few instructions held */
+		pthread_spinlock_t list_lock;
 		struct urxe_eqp *pending;
 	} sched;
 
@@ -115,9 +121,12 @@ struct urxe_engine {
 		_Atomic uint64_t *cnt;
 		_Atomic uint64_t cnt_own[URXE_CNT__COUNT];
 		struct urxe_stats_rec *stats;
-		struct urxe_eqp *acct;	/* whose work runs: its counts are its own too */
-		uint64_t stats_due;	/* publish then (0: nothing new to publish) */
-		uint64_t stats_mark;	/* packets counted at the last publish */
+		/* whose work runs: its counts are its own too */
+		struct urxe_eqp *acct;
+		/* publish then (0: nothing new to publish) */
+		uint64_t stats_due;
+		/* packets counted at the last publish */
+		uint64_t stats_mark;
 		/* receive completions made by this engine so far */
 		uint64_t cqes;
 	} ctr;
@@ -146,7 +155,8 @@ struct urxe_engine {
 		ev_timer backoff;	/* application threads are polling */
 		double backoff_s;	/* its period: grows while they do */
 		/* what woke it, and what it did (URXE_LOG=debug) */
-		unsigned long wakes[4];	/* io, timer, doorbell, backoff */
+		/* io, timer, doorbell, backoff */
+		unsigned long wakes[4];
 		unsigned long runs, parks, busy, taken;
 		ev_io io[10];
 		unsigned int nio;
@@ -158,7 +168,7 @@ struct urxe_engine {
 		unsigned int app_takes;	/* in a row: input an app read */
 		/* last time an application thread ran progress (ns) */
 		_Atomic uint64_t app_progress_ns;
-		/* ... and whether one is running it now (a hint: not counted) */
+		/* ... whether one is running it now (a hint: not counted) */
 		atomic_bool app_in_progress;
 		/* ... and posted (ns) */
 		_Atomic uint64_t app_post_ns;
@@ -178,7 +188,8 @@ struct urxe_engine {
 		uint32_t window;
 		uint32_t inflight;
 		struct urxe_eqp *budget_wait, *budget_wait_tail;
-		uint32_t read_window;	/* READ answers awaited at most (0: window) */
+		/* READ answers awaited at most (0: the window) */
+		uint32_t read_window;
 	} budget;
 };
 
@@ -303,12 +314,12 @@ void urxe_pending_remove(struct urxe_eqp *qp);
 void urxe_timers_run(struct urxe_engine *eng);
 
 /*
- * budget.c.  The engine's budget (urxe_engine_set_budget): urxe_budget_sync() counts
- * @qp's packets in flight (PSNs sent and not acknowledged, READ answers
- * included) into eng->budget.inflight and, when that fell, wakes QPs waiting
- * for room.  urxe_budget_room() says whether @qp may send @pkts more
- * packets now; when not, @qp waits on the list (woken by the sync that
- * frees room).  Progress lock held.
+ * budget.c.  The engine's budget (urxe_engine_set_budget):
+ * urxe_budget_sync() counts @qp's packets in flight (PSNs sent and not
+ * acknowledged, READ answers included) into eng->budget.inflight and,
+ * when that fell, wakes QPs waiting for room.  urxe_budget_room() says
+ * whether @qp may send @pkts more packets now; when not, @qp waits on the
+ * list (woken by the sync that frees room).  Progress lock held.
  */
 void urxe_budget_sync(struct urxe_eqp *qp);
 bool urxe_budget_room(struct urxe_eqp *qp, uint32_t pkts);

@@ -23,7 +23,8 @@
  *                    the lock held; the    before it reads the   full barrier
  *                    holder leaving work   list
  *                    (16 rounds, ACKs a
- *                    poller deferred)
+ *                    poller deferred);
+ *                    urxe_qp_schedule
  *
  * eng->input_wanted  the engine thread     the holder, which     no lock
  *                    finding the lock held then reads the input  (exchange)
