@@ -13,7 +13,8 @@ void urxe_budget_unwait(struct urxe_eqp *qp)
 
 	if (!qp->req.budget_waiting)
 		return;
-	for (pp = &eng->budget.budget_wait; *pp; prev = *pp, pp = &(*pp)->req.budget_next) {
+	for (pp = &eng->budget.budget_wait; *pp;
+	     prev = *pp, pp = &(*pp)->req.budget_next) {
 		if (*pp != qp)
 			continue;
 		*pp = qp->req.budget_next;
@@ -80,7 +81,8 @@ void urxe_streaming_update(struct urxe_eqp *qp)
 	urxe_budget_sync(qp);
 	atomic_store_explicit(&qp->req.streaming,
 			      urxe_qp_reliable(qp) &&
-			      urxe_psn_diff(qp->req.psn, qp->comp.acked_psn) > 0,
+			      urxe_psn_diff(qp->req.psn,
+					    qp->comp.acked_psn) > 0,
 			      memory_order_relaxed);
 }
 

@@ -65,7 +65,8 @@ static void retire_head(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 	if (qp->eng->txb.ntx)
 		urxe_tx_flush(qp->eng);
 	qp->comp.sq_comp++;
-	atomic_store_explicit(&qp->sq.cons, qp->comp.sq_comp, memory_order_release);
+	atomic_store_explicit(&qp->sq.cons, qp->comp.sq_comp,
+			      memory_order_release);
 	if (report)
 		urxe_cq_push(qp->scq, &wc, false);
 }
@@ -76,7 +77,8 @@ static void retire(struct urxe_eqp *qp)
 	uint32_t prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
 
 	while (qp->comp.sq_comp != prod) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->comp.sq_comp);
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->comp.sq_comp);
 
 		if (wqe->state != URXE_WQE_DONE)
 			break;
@@ -140,7 +142,8 @@ static bool in_flight(struct urxe_eqp *qp)
 {
 	return qp->comp.sq_comp != qp->req.sq_next ||
 	       (qp->req.sq_next != atomic_load(&qp->sq.prod) &&
-		((struct urxe_send_wqe *)urxe_wq_slot(&qp->sq, qp->req.sq_next))->state
+		((struct urxe_send_wqe *)urxe_wq_slot(&qp->sq,
+						      qp->req.sq_next))->state
 			== URXE_WQE_SENDING);
 }
 
@@ -183,7 +186,8 @@ static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
 	uint32_t next = urxe_psn_add(psn, 1);
 
 	while (qp->comp.sq_comp != qp->req.sq_next) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->comp.sq_comp);
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->comp.sq_comp);
 
 		/*
 		 * READs and atomics complete with their responses only, and
@@ -203,7 +207,8 @@ static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
 			break;
 		urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	}
-	if (urxe_psn_before(qp->comp.acked_psn, next) && !urxe_psn_before(qp->req.psn, next)) {
+	if (urxe_psn_before(qp->comp.acked_psn, next) &&
+	    !urxe_psn_before(qp->req.psn, next)) {
 		qp->comp.acked_psn = next;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
 		progressed(qp, psn);
@@ -519,7 +524,8 @@ void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 	if (now - qp->comp.progress_ns >= iba_timeout_ns(qp) && peer_stalled(qp, now)) {
 		/* Nothing lost: wait for it to read, without resending. */
 		qp->comp.progress_ns = now;
-		urxe_timer_set(qp, &qp->comp.retx_deadline, now + iba_timeout_ns(qp));
+		urxe_timer_set(qp, &qp->comp.retx_deadline,
+			       now + iba_timeout_ns(qp));
 		return;
 	}
 	if (now - qp->comp.progress_ns >= iba_timeout_ns(qp)) {
@@ -555,7 +561,8 @@ void urxe_comp_flush(struct urxe_eqp *qp)
 	uint32_t prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
 
 	while (qp->comp.sq_comp != prod) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->comp.sq_comp);
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->comp.sq_comp);
 
 		if (wqe->state != URXE_WQE_DONE)
 			wqe->status = IBV_WC_WR_FLUSH_ERR;

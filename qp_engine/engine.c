@@ -120,5 +120,6 @@ void urxe_engine_counters(struct urxe_engine *eng, uint64_t *out)
 	int i;
 
 	for (i = 0; i < URXE_CNT__COUNT; i++)
-		out[i] = atomic_load_explicit(&eng->ctr.cnt[i], memory_order_relaxed);
+		out[i] = atomic_load_explicit(&eng->ctr.cnt[i],
+					      memory_order_relaxed);
 }

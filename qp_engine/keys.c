@@ -120,7 +120,8 @@ int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem)
 	eng->keyt.key_rng ^= eng->keyt.key_rng << 13;	/* xorshift64 */
 	eng->keyt.key_rng ^= eng->keyt.key_rng >> 7;
 	eng->keyt.key_rng ^= eng->keyt.key_rng << 17;
-	mem->lkey = key_permute(eng, idx << 6 | (eng->keyt.key_count & 63)) << 8 |
+	mem->lkey = key_permute(eng,
+				idx << 6 | (eng->keyt.key_count & 63)) << 8 |
 		    (uint32_t)(key_mix(eng->keyt.key_rng) & 0xff);
 	mem->rkey = mem->lkey;
 	atomic_store(&mem->refs, 1);

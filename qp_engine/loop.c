@@ -25,7 +25,8 @@ static void rearm_timer(struct urxe_engine *eng)
 	if (d == UINT64_MAX)
 		return;
 	now = urxe_now(eng);
-	ev_timer_set(&eng->th.timer, d > now ? (double)(d - now) / 1e9 : 0.0, 0.0);
+	ev_timer_set(&eng->th.timer, d > now ? (double)(d - now) / 1e9 : 0.0,
+		     0.0);
 	ev_timer_start(eng->th.loop, &eng->th.timer);
 }
 

@@ -48,7 +48,8 @@ static unsigned int groups(struct urxe_engine *eng)
 
 	for (i = 0; i < eng->mcast.nmc; i++) {
 		for (k = 0; k < i; k++)
-			if (!memcmp(eng->mcast.mc[k].gid.raw, eng->mcast.mc[i].gid.raw, 16))
+			if (!memcmp(eng->mcast.mc[k].gid.raw,
+				    eng->mcast.mc[i].gid.raw, 16))
 				break;
 		n += k == i;
 	}
@@ -69,7 +70,8 @@ static int attach_locked(struct urxe_engine *eng, struct urxe_eqp *qp,
 	if ((!n && groups(eng) >= max_grp) || n >= max_qp)
 		return -ENOMEM;
 	if (eng->mcast.nmc == eng->mcast.mc_cap) {
-		mc = realloc(eng->mcast.mc, (eng->mcast.mc_cap * 2 + 4) * sizeof(*mc));
+		mc = realloc(eng->mcast.mc,
+			     (eng->mcast.mc_cap * 2 + 4) * sizeof(*mc));
 		if (!mc)
 			return -ENOMEM;
 		eng->mcast.mc = mc;

@@ -242,7 +242,8 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			break;
 		}
 		/* Input first: a late ACK waiting in the socket is not a loss. */
-		n = eng->ops->rx_poll ? eng->ops->rx_poll(eng->priv, eng, 64) : 0;
+		n = eng->ops->rx_poll ?
+		    eng->ops->rx_poll(eng->priv, eng, 64) : 0;
 		if (n > 0)
 			did = 1;
 		urxe_timers_run(eng);
@@ -256,7 +257,8 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			 * sends, or WRITEs without immediate, defers nothing:
 			 * a program spinning on memory may never call.)
 			 */
-			if (__atomic_load_n(&eng->sched.pending, __ATOMIC_RELAXED)) {
+			if (__atomic_load_n(&eng->sched.pending,
+					    __ATOMIC_RELAXED)) {
 				if (!atomic_load_explicit(&eng->work,
 							  memory_order_relaxed))
 					atomic_store(&eng->work, true);
@@ -298,7 +300,8 @@ int urxe_engine_progress(struct urxe_engine *eng)
 	 * Stamped at the end only: while it runs, app_in_progress says so
 	 * (a clock read less on every poll of an empty CQ).
 	 */
-	atomic_store_explicit(&eng->app.app_in_progress, true, memory_order_relaxed);
+	atomic_store_explicit(&eng->app.app_in_progress, true,
+			      memory_order_relaxed);
 	did = progress(eng, PROG_POLL, &clock);
 	atomic_store_explicit(&eng->app.app_in_progress, false,
 			      memory_order_relaxed);

@@ -215,7 +215,8 @@ static void reset_responder(struct urxe_eqp *qp)
 	qp->resp.nak_seq_sent = false;
 	qp->resp.rd_res_next = 0;
 	if (qp->resp.rd_res)
-		memset(qp->resp.rd_res, 0, qp->resp.rd_res_n * sizeof(*qp->resp.rd_res));
+		memset(qp->resp.rd_res, 0,
+		       qp->resp.rd_res_n * sizeof(*qp->resp.rd_res));
 }
 
 static void qp_reset(struct urxe_eqp *qp)
@@ -301,7 +302,8 @@ static void modify_psns(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 		qp->comp.acked_psn = qp->req.psn;
 		qp->req.resend_end = qp->req.psn;
 		/* A rewind before the first retirement resumes here. */
-		qp->comp.last_retired_psn = urxe_psn_add(qp->req.psn, URXE_PSN_MASK);
+		qp->comp.last_retired_psn = urxe_psn_add(qp->req.psn,
+							 URXE_PSN_MASK);
 	}
 	if (mask & IBV_QP_RQ_PSN) {
 		qp->attr.rq_psn = a->rq_psn & URXE_PSN_MASK;

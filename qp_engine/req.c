@@ -220,7 +220,8 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		      (qp->req.resending &&
 		       urxe_psn_add(bth.psn, 1) == qp->req.resend_end) ||
 		      qp->req.unacked_pkts >= (every ? every : 1) ||
-		      urxe_psn_diff(urxe_psn_add(qp->req.psn, 1), qp->comp.acked_psn) >=
+		      urxe_psn_diff(urxe_psn_add(qp->req.psn, 1),
+				    qp->comp.acked_psn) >=
 		      (int32_t)eng->budget.window ||
 		      (eng->budget.budget_pkts &&
 		       eng->budget.inflight + 1 + urxe_qp_inflight(qp) -
@@ -460,7 +461,8 @@ void urxe_req_run(struct urxe_eqp *qp)
 		return;
 	prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
 	while (qp->req.sq_next != prod) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->req.sq_next);
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->req.sq_next);
 
 		if (is_local_op(wqe)) {
 			if (!run_local_op(qp, wqe))
@@ -482,7 +484,8 @@ void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
 {
 	uint32_t mtu = urxe_qp_mtu(qp), i;
 
-	if (!qp->req.resending || urxe_psn_before(qp->req.resend_end, qp->req.psn))
+	if (!qp->req.resending ||
+	    urxe_psn_before(qp->req.resend_end, qp->req.psn))
 		qp->req.resend_end = qp->req.psn;
 	qp->req.resending = urxe_psn_before(psn, qp->req.resend_end);
 

@@ -56,7 +56,8 @@ void urxe_resp_send_ack(struct urxe_eqp *qp)
 	qp->resp.ack_pending = false;
 	if (qp->attr.state == IBV_QPS_ERR || qp->attr.state == IBV_QPS_RESET)
 		return;
-	send_aeth(qp, qp->resp.ack_psn, URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID);
+	send_aeth(qp, qp->resp.ack_psn,
+		  URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID);
 }
 
 static void schedule_ack(struct urxe_eqp *qp, uint32_t psn)
@@ -249,8 +250,9 @@ static enum urxe_verdict handle_send(struct urxe_eqp *qp, const struct urxe_bth 
 		qp->resp.rq_active = false;
 		return URXE_V_NAK_LEN;
 	}
-	if (urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge, rwqe->num_sge,
-			     qp->resp.rq_off, pkt + oi->hdr_len, paylen)) {
+	if (urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge,
+			     rwqe->num_sge, qp->resp.rq_off, pkt + oi->hdr_len,
+			     paylen)) {
 		/* IBA 9.7.5.2.4: our local failure is the requester's
 		 * remote operational error. */
 		urxe_recv_complete(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV,
@@ -319,7 +321,8 @@ static enum urxe_verdict handle_write(struct urxe_eqp *qp, const struct urxe_bth
 				      paylen != qp->resp.wr_resid))
 		return URXE_V_NAK_LEN;
 	if (paylen) {
-		memcpy((uint8_t *)(uintptr_t)qp->resp.wr_va, pkt + oi->hdr_len, paylen);
+		memcpy((uint8_t *)(uintptr_t)qp->resp.wr_va, pkt + oi->hdr_len,
+		       paylen);
 		qp->resp.wr_va += paylen;
 		qp->resp.wr_resid -= paylen;
 	}
@@ -456,7 +459,8 @@ static void handle_duplicate(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 	if (!(oi->flags & (URXE_F_READ | URXE_F_ATOMIC))) {
 		if (bth->ackreq)
-			schedule_ack(qp, urxe_psn_add(qp->resp.epsn, URXE_PSN_MASK));
+			schedule_ack(qp, urxe_psn_add(qp->resp.epsn,
+						      URXE_PSN_MASK));
 		return;
 	}
 	for (i = 0; i < qp->resp.rd_res_n; i++) {

@@ -22,7 +22,8 @@ static void push_recv_cqe(struct urxe_eqp *qp, struct ibv_wc *wc, bool se)
 
 static struct urxe_recv_wqe *rq_head(struct urxe_eqp *qp)
 {
-	uint32_t cons = atomic_load_explicit(&qp->rq.cons, memory_order_relaxed);
+	uint32_t cons = atomic_load_explicit(&qp->rq.cons,
+					     memory_order_relaxed);
 
 	if (cons == atomic_load_explicit(&qp->rq.prod, memory_order_acquire))
 		return NULL;
@@ -203,10 +204,11 @@ void urxe_resp_ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return;
 	}
 	l3 = ud_grh(grh, meta, paylen);
-	if (urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge, rwqe->num_sge, 0,
-			     grh, sizeof(grh)) ||
-	    urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge, rwqe->num_sge,
-			     sizeof(grh), pkt + oi->hdr_len, paylen)) {
+	if (urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge,
+			     rwqe->num_sge, 0, grh, sizeof(grh)) ||
+	    urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge,
+			     rwqe->num_sge, sizeof(grh), pkt + oi->hdr_len,
+			     paylen)) {
 		urxe_recv_complete(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV,
 				   0, bth, NULL, NULL);
 		return;

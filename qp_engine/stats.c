@@ -94,8 +94,8 @@ void urxe_qpstats_tick(struct urxe_engine *eng)
 	eng->ctr.stats_due = now + URXE_STATS_PUBLISH_NS;
 	if (eng->ctr.stats_due < atomic_load_explicit(&eng->clk.deadline_hint,
 						  memory_order_relaxed)) {
-		atomic_store_explicit(&eng->clk.deadline_hint, eng->ctr.stats_due,
-				      memory_order_relaxed);
+		atomic_store_explicit(&eng->clk.deadline_hint,
+				      eng->ctr.stats_due, memory_order_relaxed);
 		atomic_store(&eng->clk.timer_moved, true);
 	}
 }

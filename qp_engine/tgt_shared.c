@@ -52,7 +52,8 @@ void urxe_tgt_begin(struct urxe_eqp *qp)
 	if (n > URXE_TGT_RD_RES)
 		n = URXE_TGT_RD_RES;
 	if (!qp->resp.rd_res || qp->resp.rd_res_n != n) {
-		struct urxe_rd_res *r = realloc(qp->resp.rd_res, n * sizeof(*r));
+		struct urxe_rd_res *r = realloc(qp->resp.rd_res,
+						n * sizeof(*r));
 
 		if (!r) {
 			/* No room to answer READs now: they are refused. */
@@ -88,7 +89,8 @@ void urxe_tgt_end(struct urxe_eqp *qp)
 		uint32_t n = qp->resp.rd_res_n < URXE_TGT_RD_RES ? qp->resp.rd_res_n
 							    : URXE_TGT_RD_RES;
 
-		memcpy(st->rd_res, qp->resp.rd_res, n * sizeof(*qp->resp.rd_res));
+		memcpy(st->rd_res, qp->resp.rd_res,
+		       n * sizeof(*qp->resp.rd_res));
 		st->rd_res_next = qp->resp.rd_res_next % n;
 	}
 	st->seq++;

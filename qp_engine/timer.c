@@ -35,7 +35,8 @@ void urxe_timers_run(struct urxe_engine *eng)
 							    : UINT64_MAX;
 	uint32_t i;
 
-	if (now < atomic_load_explicit(&eng->clk.deadline_hint, memory_order_relaxed))
+	if (now < atomic_load_explicit(&eng->clk.deadline_hint,
+				       memory_order_relaxed))
 		return;
 	atomic_store_explicit(&eng->clk.deadline_hint, UINT64_MAX,
 			      memory_order_relaxed);
@@ -65,7 +66,8 @@ void urxe_timers_run(struct urxe_engine *eng)
 		if (eng->clk.xrc_watch_due && eng->clk.xrc_watch_due < hint)
 			hint = eng->clk.xrc_watch_due;
 	}
-	if (hint < atomic_load_explicit(&eng->clk.deadline_hint, memory_order_relaxed))
+	if (hint < atomic_load_explicit(&eng->clk.deadline_hint,
+					memory_order_relaxed))
 		atomic_store_explicit(&eng->clk.deadline_hint, hint,
 				      memory_order_relaxed);
 }
@@ -94,5 +96,6 @@ void urxe_engine_xrc_watch(struct urxe_engine *eng, bool on)
 
 uint64_t urxe_engine_next_deadline(struct urxe_engine *eng)
 {
-	return atomic_load_explicit(&eng->clk.deadline_hint, memory_order_relaxed);
+	return atomic_load_explicit(&eng->clk.deadline_hint,
+				    memory_order_relaxed);
 }

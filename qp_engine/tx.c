@@ -130,7 +130,8 @@ void urxe_tx_flush(struct urxe_engine *eng)
 	if (!eng->txb.ntx)
 		return;		/* an idle poll's */
 	while (done < eng->txb.ntx) {
-		n = eng->ops->xmit(eng->priv, eng->txb.tx + done, eng->txb.ntx - done);
+		n = eng->ops->xmit(eng->priv, eng->txb.tx + done,
+				   eng->txb.ntx - done);
 		if (n <= 0) {
 			/* Full socket buffers: what is lost is retransmitted. */
 			urxe_count(eng, URXE_CNT_SEND_ERR, eng->txb.ntx - done);
