@@ -56,16 +56,17 @@ static void retire_head(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 		wc.byte_len = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 			      wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
 			      8 : wqe->length;
-	qp->last_retired_psn = wqe->last_psn;
+	qp->comp.last_retired_psn = wqe->last_psn;
 	/*
 	 * Packets waiting in the transmit batch may point into this WQE's
 	 * memory (zero copy: a resend, or an unreliable send just built):
 	 * they leave before the application may reuse it.
 	 */
-	if (qp->eng->ntx)
+	if (qp->eng->txb.ntx)
 		urxe_tx_flush(qp->eng);
-	qp->sq_comp++;
-	atomic_store_explicit(&qp->sq.cons, qp->sq_comp, memory_order_release);
+	qp->comp.sq_comp++;
+	atomic_store_explicit(&qp->sq.cons, qp->comp.sq_comp,
+			      memory_order_release);
 	if (report)
 		urxe_cq_push(qp->scq, &wc, false);
 }
@@ -75,8 +76,9 @@ static void retire(struct urxe_eqp *qp)
 {
 	uint32_t prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
 
-	while (qp->sq_comp != prod) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
+	while (qp->comp.sq_comp != prod) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->comp.sq_comp);
 
 		if (wqe->state != URXE_WQE_DONE)
 			break;
@@ -87,10 +89,10 @@ static void retire(struct urxe_eqp *qp)
 	 * a rewind sent the requester back to: it resumes after it, with the
 	 * PSNs the WQEs after it had.  Never leave sq_next behind sq_comp.
 	 */
-	if ((int32_t)(qp->sq_comp - qp->sq_next) > 0) {
+	if ((int32_t)(qp->comp.sq_comp - qp->req.sq_next) > 0) {
 		/* (the slot is free already: its PSN was noted before) */
-		qp->sq_next = qp->sq_comp;
-		qp->psn = urxe_psn_add(qp->last_retired_psn, 1);
+		qp->req.sq_next = qp->comp.sq_comp;
+		qp->req.psn = urxe_psn_add(qp->comp.last_retired_psn, 1);
 	}
 }
 
@@ -127,10 +129,10 @@ static uint64_t iba_timeout_ns(const struct urxe_eqp *qp)
  */
 static uint64_t fast_rto_ns(const struct urxe_eqp *qp)
 {
-	uint64_t rto = qp->srtt_ns ? 4ull * qp->srtt_ns + 2000000 : 8000000;
+	uint64_t rto = qp->comp.srtt_ns ? 4ull * qp->comp.srtt_ns + 2000000 : 8000000;
 
-	if (qp->rto_ns)
-		rto = qp->rto_ns;
+	if (qp->comp.rto_ns)
+		rto = qp->comp.rto_ns;
 	if (rto < 5000000)
 		rto = 5000000;
 	return rto < iba_timeout_ns(qp) ? rto : iba_timeout_ns(qp);
@@ -138,9 +140,10 @@ static uint64_t fast_rto_ns(const struct urxe_eqp *qp)
 
 static bool in_flight(struct urxe_eqp *qp)
 {
-	return qp->sq_comp != qp->sq_next ||
-	       (qp->sq_next != atomic_load(&qp->sq.prod) &&
-		((struct urxe_send_wqe *)urxe_wq_slot(&qp->sq, qp->sq_next))->state
+	return qp->comp.sq_comp != qp->req.sq_next ||
+	       (qp->req.sq_next != atomic_load(&qp->sq.prod) &&
+		((struct urxe_send_wqe *)urxe_wq_slot(&qp->sq,
+						      qp->req.sq_next))->state
 			== URXE_WQE_SENDING);
 }
 
@@ -149,13 +152,13 @@ void urxe_retx_arm(struct urxe_eqp *qp)
 	uint64_t now;
 
 	if (!qp->attr.timeout || !in_flight(qp)) {
-		qp->retx_deadline = 0;	/* timeout 0: no transport timer */
+		qp->comp.retx_deadline = 0;	/* timeout 0: no transport timer */
 		return;
 	}
 	now = urxe_clock(qp->eng);
-	if (!qp->retx_deadline)
-		qp->progress_ns = now;	/* starting from idle */
-	urxe_timer_set(qp, &qp->retx_deadline, now + fast_rto_ns(qp));
+	if (!qp->comp.retx_deadline)
+		qp->comp.progress_ns = now;	/* starting from idle */
+	urxe_timer_set(qp, &qp->comp.retx_deadline, now + fast_rto_ns(qp));
 }
 
 /* Forward progress: the retry budget starts over, the timer is re-armed. */
@@ -163,17 +166,17 @@ static void progressed(struct urxe_eqp *qp, uint32_t acked)
 {
 	uint64_t now = urxe_clock(qp->eng);
 
-	qp->retries_left = qp->attr.retry_cnt;
-	qp->progress_ns = now;
-	qp->stall_since = 0;
-	qp->rto_ns = 0;
-	if (qp->rtt_active && !urxe_psn_before(acked, qp->rtt_psn)) {
-		uint32_t sample = (uint32_t)(now - qp->rtt_start);
+	qp->comp.retries_left = qp->attr.retry_cnt;
+	qp->comp.progress_ns = now;
+	qp->comp.stall_since = 0;
+	qp->comp.rto_ns = 0;
+	if (qp->comp.rtt_active && !urxe_psn_before(acked, qp->comp.rtt_psn)) {
+		uint32_t sample = (uint32_t)(now - qp->comp.rtt_start);
 
-		qp->srtt_ns = qp->srtt_ns ? (7 * qp->srtt_ns + sample) / 8 : sample;
-		qp->rtt_active = false;
+		qp->comp.srtt_ns = qp->comp.srtt_ns ? (7 * qp->comp.srtt_ns + sample) / 8 : sample;
+		qp->comp.rtt_active = false;
 	}
-	qp->retx_deadline = 0;
+	qp->comp.retx_deadline = 0;
 	urxe_retx_arm(qp);
 }
 
@@ -182,8 +185,9 @@ static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
 {
 	uint32_t next = urxe_psn_add(psn, 1);
 
-	while (qp->sq_comp != qp->sq_next) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
+	while (qp->comp.sq_comp != qp->req.sq_next) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->comp.sq_comp);
 
 		/*
 		 * READs and atomics complete with their responses only, and
@@ -203,9 +207,10 @@ static void ack_upto(struct urxe_eqp *qp, uint32_t psn)
 			break;
 		urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	}
-	if (urxe_psn_before(qp->acked_psn, next) && !urxe_psn_before(qp->psn, next)) {
-		qp->acked_psn = next;
-		qp->rnr_left = qp->attr.rnr_retry;
+	if (urxe_psn_before(qp->comp.acked_psn, next) &&
+	    !urxe_psn_before(qp->req.psn, next)) {
+		qp->comp.acked_psn = next;
+		qp->comp.rnr_left = qp->attr.rnr_retry;
 		progressed(qp, psn);
 	}
 	urxe_qp_schedule(qp);
@@ -224,7 +229,7 @@ static struct urxe_send_wqe *wqe_at_psn(struct urxe_eqp *qp, uint32_t psn)
 {
 	uint32_t prod = atomic_load(&qp->sq.prod), i;
 
-	for (i = qp->sq_comp; i != prod; i++) {
+	for (i = qp->comp.sq_comp; i != prod; i++) {
 		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, i);
 
 		if (wqe->state == URXE_WQE_POSTED)
@@ -247,8 +252,8 @@ static void fail(struct urxe_eqp *qp, uint32_t psn, enum urxe_verdict v)
 	struct urxe_send_wqe *wqe = wqe_at_psn(qp, psn);
 
 	if (!wqe)
-		wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
-	if (qp->sq_comp == atomic_load(&qp->sq.prod))
+		wqe = urxe_wq_slot(&qp->sq, qp->comp.sq_comp);
+	if (qp->comp.sq_comp == atomic_load(&qp->sq.prod))
 		wqe = NULL;
 	comp_count(qp, v);
 	if (wqe) {
@@ -266,7 +271,7 @@ static void fail(struct urxe_eqp *qp, uint32_t psn, enum urxe_verdict v)
  */
 static void nak(struct urxe_eqp *qp, uint32_t psn, enum urxe_verdict v)
 {
-	if (urxe_psn_before(qp->acked_psn, psn))
+	if (urxe_psn_before(qp->comp.acked_psn, psn))
 		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));	/* psn - 1 */
 	if (v == URXE_V_NAK_SEQ) {
 		comp_count(qp, v);
@@ -280,20 +285,20 @@ static void nak(struct urxe_eqp *qp, uint32_t psn, enum urxe_verdict v)
 static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
 {
 	comp_count(qp, URXE_V_RNR);
-	if (urxe_psn_before(qp->acked_psn, psn))
+	if (urxe_psn_before(qp->comp.acked_psn, psn))
 		ack_upto(qp, urxe_psn_add(psn, URXE_PSN_MASK));
 	/* IBA 9.7.5.2.8: rnr_retry 7 means retry forever. */
 	if (qp->attr.rnr_retry != 7) {
-		if (!qp->rnr_left) {
+		if (!qp->comp.rnr_left) {
 			fail(qp, psn, URXE_V_RNR_RETRY_EXC);
 			return;
 		}
-		qp->rnr_left--;
+		qp->comp.rnr_left--;
 	}
 	urxe_req_rewind(qp, psn);
-	urxe_timer_set(qp, &qp->rnr_deadline,
+	urxe_timer_set(qp, &qp->comp.rnr_deadline,
 		       urxe_clock(qp->eng) + (uint64_t)urxe_rnr_timer_us(syn) * 1000);
-	qp->retx_deadline = 0;
+	qp->comp.retx_deadline = 0;
 	urxe_qp_schedule(qp);
 }
 
@@ -305,11 +310,11 @@ static void rnr_nak(struct urxe_eqp *qp, uint32_t psn, uint8_t syn)
  */
 static bool answer_at_head(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 {
-	if (wqe != urxe_wq_slot(&qp->sq, qp->sq_comp))
+	if (wqe != urxe_wq_slot(&qp->sq, qp->comp.sq_comp))
 		ack_upto(qp, urxe_psn_add(wqe->first_psn, URXE_PSN_MASK));
-	if (wqe == urxe_wq_slot(&qp->sq, qp->sq_comp))
+	if (wqe == urxe_wq_slot(&qp->sq, qp->comp.sq_comp))
 		return true;
-	urxe_req_rewind(qp, qp->acked_psn);
+	urxe_req_rewind(qp, qp->comp.acked_psn);
 	urxe_qp_schedule(qp);
 	return false;
 }
@@ -341,22 +346,22 @@ static void read_resp(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		return;
 	}
 	wqe->rcvd += paylen;
-	if (qp->resp_pkts)
-		qp->resp_pkts--;
-	qp->acked_psn = urxe_psn_add(bth->psn, 1);
+	if (qp->req.resp_pkts)
+		qp->req.resp_pkts--;
+	qp->comp.acked_psn = urxe_psn_add(bth->psn, 1);
 	/*
 	 * Answers to a request sent before a rewind keep coming: what they
 	 * bring need not be asked for again.
 	 */
 	if (wqe->state == URXE_WQE_SENDING && wqe->sent < wqe->rcvd &&
-	    wqe == urxe_wq_slot(&qp->sq, qp->sq_next) &&
-	    urxe_psn_before(qp->psn, qp->acked_psn)) {
+	    wqe == urxe_wq_slot(&qp->sq, qp->req.sq_next) &&
+	    urxe_psn_before(qp->req.psn, qp->comp.acked_psn)) {
 		wqe->sent = wqe->rcvd;
-		qp->psn = qp->acked_psn;
+		qp->req.psn = qp->comp.acked_psn;
 	}
 	if (oi->flags & URXE_F_LAST) {
-		if (qp->rd_outstanding)
-			qp->rd_outstanding--;
+		if (qp->req.rd_outstanding)
+			qp->req.rd_outstanding--;
 		if (wqe->rcvd == wqe->length)
 			urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	}
@@ -383,12 +388,12 @@ static void atomic_ack(struct urxe_eqp *qp, const struct urxe_bth *bth,
 		fail(qp, bth->psn, URXE_V_LOC_PROT);
 		return;
 	}
-	if (qp->rd_outstanding)
-		qp->rd_outstanding--;
-	if (qp->resp_pkts)
-		qp->resp_pkts--;
+	if (qp->req.rd_outstanding)
+		qp->req.rd_outstanding--;
+	if (qp->req.resp_pkts)
+		qp->req.resp_pkts--;
 	urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
-	qp->acked_psn = urxe_psn_add(bth->psn, 1);
+	qp->comp.acked_psn = urxe_psn_add(bth->psn, 1);
 	progressed(qp, bth->psn);
 	urxe_qp_schedule(qp);
 }
@@ -400,7 +405,7 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	enum urxe_verdict v;
 	uint8_t syn;
 
-	/* (engine.c lets XRC answers reach INI QPs only) */
+	/* (input.c lets XRC answers reach INI QPs only) */
 	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) ||
 	    (qp->attr.state != IBV_QPS_RTS && qp->attr.state != IBV_QPS_SQD))
 		return;
@@ -419,8 +424,8 @@ void urxe_comp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	 * any other is a ghost (a stale incarnation, a spoofer): dropped.
 	 */
 	if (v != URXE_V_OK &&
-	    (urxe_psn_before(bth->psn, qp->acked_psn) ||
-	     !urxe_psn_before(bth->psn, qp->psn)))
+	    (urxe_psn_before(bth->psn, qp->comp.acked_psn) ||
+	     !urxe_psn_before(bth->psn, qp->req.psn)))
 		return;
 	switch (v) {
 	case URXE_V_OK:
@@ -456,15 +461,15 @@ static bool peer_stalled(struct urxe_eqp *qp, uint64_t now)
 		return false;
 	urxe_qp_path(qp, &path);
 	if (!e->ops->peer_unread(e->priv, path.dgid)) {
-		qp->stall_since = 0;
+		qp->comp.stall_since = 0;
 		return false;
 	}
-	if (!qp->stall_since) {
-		qp->stall_since = now;
+	if (!qp->comp.stall_since) {
+		qp->comp.stall_since = now;
 		urxe_dbg("QP 0x%06x: no answer from QP 0x%06x, whose process (on this host) has not read its socket: not counted as a retry",
 			 qp->qpn, qp->attr.dest_qpn);
 	}
-	return now - qp->stall_since < URXE_PEER_STALL_MAX_NS;
+	return now - qp->comp.stall_since < URXE_PEER_STALL_MAX_NS;
 }
 
 /*
@@ -476,7 +481,7 @@ static void check_absent(struct urxe_eqp *qp)
 	struct urxe_engine *e = qp->eng;
 	struct urxe_tx_path path;
 
-	if (!e->ops->peer_absent || atomic_load(&qp->dst_absent))
+	if (!e->ops->peer_absent || atomic_load(&qp->req.dst_absent))
 		return;
 	urxe_qp_path(qp, &path);
 	if (e->ops->peer_absent(e->priv, path.dgid))
@@ -485,55 +490,56 @@ static void check_absent(struct urxe_eqp *qp)
 
 void urxe_comp_timers(struct urxe_eqp *qp, uint64_t now)
 {
-	if (qp->flow_deadline && now >= qp->flow_deadline) {
-		qp->flow_deadline = 0;	/* UC/UD: ask for room again */
+	if (qp->req.flow_deadline && now >= qp->req.flow_deadline) {
+		qp->req.flow_deadline = 0;	/* UC/UD: ask for room again */
 		urxe_qp_schedule(qp);
 	}
-	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
-		qp->rnr_deadline = 0;
-		qp->retx_deadline = 0;
+	if (qp->comp.rnr_deadline && now >= qp->comp.rnr_deadline) {
+		qp->comp.rnr_deadline = 0;
+		qp->comp.retx_deadline = 0;
 		urxe_retx_arm(qp);
 		urxe_qp_schedule(qp);
 	}
-	if (!qp->retx_deadline || now < qp->retx_deadline)
+	if (!qp->comp.retx_deadline || now < qp->comp.retx_deadline)
 		return;
-	if (qp->sq_comp == atomic_load(&qp->sq.prod)) {
-		qp->retx_deadline = 0;
+	if (qp->comp.sq_comp == atomic_load(&qp->sq.prod)) {
+		qp->comp.retx_deadline = 0;
 		return;
 	}
 	/* IBA 9.7.6.1.3: a retry per timeout without progress; retry_cnt
 	 * retries, then the WQE fails (7 means 7). */
-	if (now - qp->progress_ns >= iba_timeout_ns(qp) && peer_stalled(qp, now)) {
+	if (now - qp->comp.progress_ns >= iba_timeout_ns(qp) && peer_stalled(qp, now)) {
 		/* Nothing lost: wait for it to read, without resending. */
-		qp->progress_ns = now;
-		urxe_timer_set(qp, &qp->retx_deadline, now + iba_timeout_ns(qp));
+		qp->comp.progress_ns = now;
+		urxe_timer_set(qp, &qp->comp.retx_deadline,
+			       now + iba_timeout_ns(qp));
 		return;
 	}
-	if (now - qp->progress_ns >= iba_timeout_ns(qp)) {
+	if (now - qp->comp.progress_ns >= iba_timeout_ns(qp)) {
 		check_absent(qp);
-		if (!qp->retries_left) {
+		if (!qp->comp.retries_left) {
 			struct urxe_engine *e = qp->eng;
 
 			urxe_info("QP 0x%06x: no ACK for PSN %u from QP 0x%06x after its retries: retry exceeded (this instance so far: %llu packets received, %llu refused by the ICRC check, %llu for no QP, %llu malformed)",
-				  qp->qpn, qp->acked_psn, qp->attr.dest_qpn,
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_RCVD_PKTS]),
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_ICRC]),
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED_NO_QP]),
-				  (unsigned long long)atomic_load(&e->cnt[URXE_CNT_DROPPED]));
-			fail(qp, qp->acked_psn, URXE_V_RETRY_EXC);
+				  qp->qpn, qp->comp.acked_psn, qp->attr.dest_qpn,
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_RCVD_PKTS]),
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_DROPPED_ICRC]),
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_DROPPED_NO_QP]),
+				  (unsigned long long)atomic_load(&e->ctr.cnt[URXE_CNT_DROPPED]));
+			fail(qp, qp->comp.acked_psn, URXE_V_RETRY_EXC);
 			return;
 		}
 		urxe_count(qp->eng, URXE_CNT_COMPLETER_RETRY_ERR, 1);
 		urxe_dbg("QP 0x%06x: no progress for a timeout: retry from PSN %u (%u left)",
-			 qp->qpn, qp->acked_psn, qp->retries_left);
-		qp->retries_left--;
-		qp->progress_ns = now;
+			 qp->qpn, qp->comp.acked_psn, qp->comp.retries_left);
+		qp->comp.retries_left--;
+		qp->comp.progress_ns = now;
 	}
-	urxe_req_rewind(qp, qp->acked_psn);
-	qp->rtt_active = false;		/* Karn: no samples from resends */
-	qp->rto_ns = (uint32_t)(2 * fast_rto_ns(qp) < iba_timeout_ns(qp) ?
+	urxe_req_rewind(qp, qp->comp.acked_psn);
+	qp->comp.rtt_active = false;		/* Karn: no samples from resends */
+	qp->comp.rto_ns = (uint32_t)(2 * fast_rto_ns(qp) < iba_timeout_ns(qp) ?
 				2 * fast_rto_ns(qp) : iba_timeout_ns(qp));
-	urxe_timer_set(qp, &qp->retx_deadline, now + qp->rto_ns);
+	urxe_timer_set(qp, &qp->comp.retx_deadline, now + qp->comp.rto_ns);
 	urxe_qp_schedule(qp);
 }
 
@@ -541,18 +547,19 @@ void urxe_comp_flush(struct urxe_eqp *qp)
 {
 	uint32_t prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
 
-	while (qp->sq_comp != prod) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_comp);
+	while (qp->comp.sq_comp != prod) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->comp.sq_comp);
 
 		if (wqe->state != URXE_WQE_DONE)
 			wqe->status = IBV_WC_WR_FLUSH_ERR;
 		wqe->state = URXE_WQE_DONE;
 		retire_head(qp, wqe);
 	}
-	qp->sq_next = qp->sq_comp;
-	qp->retx_deadline = 0;
-	qp->rnr_deadline = 0;
-	qp->flow_deadline = 0;
-	qp->rd_outstanding = 0;
-	qp->resp_pkts = 0;
+	qp->req.sq_next = qp->comp.sq_comp;
+	qp->comp.retx_deadline = 0;
+	qp->comp.rnr_deadline = 0;
+	qp->req.flow_deadline = 0;
+	qp->req.rd_outstanding = 0;
+	qp->req.resp_pkts = 0;
 }

@@ -33,6 +33,11 @@
 struct urxe_engine {
 	pthread_mutex_t lock;		/* the progress lock */
 	atomic_bool work;		/* someone flagged work for the holder */
+	/*
+	 * The engine thread found input waiting and the progress lock held:
+	 * the holder reads it before it lets go (whatever its mode).
+	 */
+	atomic_bool input_wanted;
 	const struct urxe_engine_ops *ops;
 	void *priv;
 	unsigned int slot;
@@ -40,114 +45,152 @@ struct urxe_engine {
 	union ibv_gid gid0;
 	struct urxe_icrc_ids icrc_ids;	/* IDs solved, header CRCs; under lock */
 
-	/* QP table: index -> QP; under qp_lock for add/remove */
-	uint32_t live_cap;
-	pthread_mutex_t qp_lock;
-	struct urxe_eqp **qps;
-	uint32_t qp_next;
-	/*
-	 * XRC SRQ table (srq.c): index -> SRQ, the same index space as the
-	 * QPs' (an index is one QP's or one XRC SRQ's); allocated with the
-	 * first.  Changed under the progress lock and qp_lock.  xsrq_stride:
-	 * the largest WQE slot of any XRC SRQ added so far; every TGT QP's
-	 * srq_wqe is NULL or at least that big.
-	 */
-	struct urxe_esrq **xsrqs;
-	uint32_t xsrq_stride;
+	/* QP table (qp_table.c): index -> QP; under qp_lock for add/remove */
+	struct {
+		uint32_t live_cap;
+		pthread_mutex_t qp_lock;
+		struct urxe_eqp **qps;
+		uint32_t qp_next;
+		/*
+		 * XRC SRQ table (srq.c): index -> SRQ, the same index space
+		 * as the QPs' (an index is one QP's or one XRC SRQ's);
+		 * allocated with the first.  Changed under the progress lock
+		 * and qp_lock.  xsrq_stride: the largest WQE slot of any XRC
+		 * SRQ added so far; every TGT QP's srq_wqe is NULL or at
+		 * least that big.
+		 */
+		struct urxe_esrq **xsrqs;
+		uint32_t xsrq_stride;
+		/* QPs that exist, compactly (timer scans); qp_lock + lock */
+		struct urxe_eqp **live;
+		uint32_t nlive;
+	} qpt;
 
-	/* key table (engine.c, "keys") */
-	pthread_spinlock_t key_lock;	/* a few instructions held */
-	struct urxe_mem **keys;
-	uint32_t key_next;		/* the next index tried */
-	uint32_t key_count;		/* keys handed out: the reuse bits */
-	uint64_t key_rng;		/* the regions' low bytes */
-	uint32_t key_secret[URXE_KEY_ROUNDS];	/* the permutation's */
+	/* key table (keys.c) */
+	struct {
+		/* a few instructions held */
+		pthread_spinlock_t key_lock;
+		struct urxe_mem **keys;
+		uint32_t key_next;	/* the next index tried */
+		uint32_t key_count;	/* keys handed out: the reuse bits */
+		uint64_t key_rng;	/* the regions' low bytes */
+		/* the permutation's round keys */
+		uint32_t key_secret[URXE_KEY_ROUNDS];
+	} keyt;
 
-	/* QPs that exist, compactly (timer scans); under qp_lock + lock */
-	struct urxe_eqp **live;
-	uint32_t nlive;
-	/* no timer expires before this; written under the progress lock,
-	 * read without it by waiters choosing how long to sleep */
-	_Atomic uint64_t deadline_hint;
-	/*
-	 * The time a progress round began, for the lock holder's timers and
-	 * stamps (urxe_clock): one clock read per round, not one per use.
-	 */
-	uint64_t clock_ns;
-	bool clock_valid;		/* inside progress_locked() */
-	atomic_bool timer_moved;	/* the engine thread must re-arm */
+	/* time and timers (timer.c) */
+	struct {
+		/*
+		 * No timer expires before this; written under the progress
+		 * lock, read without it by waiters choosing how long to
+		 * sleep.
+		 */
+		_Atomic uint64_t deadline_hint;
+		/*
+		 * The time a progress round began, for the lock holder's
+		 * timers and stamps (urxe_clock): one clock read per round,
+		 * not one per use.
+		 */
+		uint64_t clock_ns;
+		bool clock_valid;	/* inside progress_locked() */
+		atomic_bool timer_moved; /* the engine thread must re-arm */
+		/* ops->xrc_watch due then (0: off); under the progress lock */
+		uint64_t xrc_watch_due;
+	} clk;
 
-	/* QPs with send work or ACKs to send */
-	pthread_spinlock_t list_lock;	/* a few instructions held */
-	struct urxe_eqp *pending;
+	/* QPs with send work or ACKs to send (progress.c) */
+	struct {
+		/* a few instructions held */
+		pthread_spinlock_t list_lock;
+		struct urxe_eqp *pending;
+	} sched;
 
-	/* outgoing packet batch: packets are assembled in tx_buf */
-	struct urxe_pkt tx[URXE_TX_BATCH];
-	uint8_t (*tx_buf)[URXE_TX_BUF];
-	unsigned int ntx;
-	/* registered memory the batch's packets point into, held till sent */
-	struct urxe_mem *tx_mem[URXE_TX_BATCH][URXE_TX_PIECES];
-	/* counters: the slot's shared record (conf->stats), else cnt_own */
-	_Atomic uint64_t *cnt;
-	_Atomic uint64_t cnt_own[URXE_CNT__COUNT];
-	/* statistics publishing (stats.c), under the progress lock */
-	struct urxe_stats_rec *stats;
-	struct urxe_eqp *acct;		/* whose work runs: its counts are its own too */
-	uint64_t stats_due;		/* publish then (0: nothing new to publish) */
-	uint64_t stats_mark;		/* packets counted at the last publish */
+	/* outgoing packet batch (tx.c): packets are assembled in tx_buf */
+	struct {
+		struct urxe_pkt tx[URXE_TX_BATCH];
+		uint8_t (*tx_buf)[URXE_TX_BUF];
+		unsigned int ntx;
+		/* registered memory the batch's packets point into, held
+		 * till sent */
+		struct urxe_mem *tx_mem[URXE_TX_BATCH][URXE_TX_PIECES];
+	} txb;
+
+	/* counters and statistics (stats.c), under the progress lock */
+	struct {
+		/* the slot's shared record (conf->stats), else cnt_own */
+		_Atomic uint64_t *cnt;
+		_Atomic uint64_t cnt_own[URXE_CNT__COUNT];
+		struct urxe_stats_rec *stats;
+		/* whose work runs: its counts are its own too */
+		struct urxe_eqp *acct;
+		/* publish then (0: nothing new to publish) */
+		uint64_t stats_due;
+		/* packets counted at the last publish */
+		uint64_t stats_mark;
+		/* receive completions made by this engine so far */
+		uint64_t cqes;
+	} ctr;
 
 	/* multicast attachments (mcast.c), under the progress lock */
-	struct urxe_mcast_att *mc;
-	uint32_t nmc, mc_cap;
+	struct {
+		struct urxe_mcast_att *mc;
+		uint32_t nmc, mc_cap;
+	} mcast;
 
 	/* QP1's MADs (gsi.c): the pointer under the progress lock */
-	struct urxe_gsi *gsi;
-	uint32_t gsi_psn;
+	struct {
+		struct urxe_gsi *gsi;
+		uint32_t gsi_psn;
+	} qp1;
 
-	/* engine thread */
-	pthread_t thread;
-	atomic_bool thread_running;
-	atomic_bool thread_stopping;	/* it must not linger */
-	struct ev_loop *loop;
-	ev_async wake;
-	ev_async stop;
-	ev_timer timer;
-	ev_timer backoff;		/* application threads are polling */
-	double backoff_s;		/* its period: grows while they do */
-	/* what woke the engine thread, and what it did (URXE_LOG=debug) */
-	unsigned long wakes[4];		/* io, timer, doorbell, backoff */
-	unsigned long runs, parks, busy, taken;
-	unsigned int app_takes;		/* in a row: input an app read */
-	ev_io io[10];
-	unsigned int nio;
-	bool io_parked;
-	/* last time an application thread ran progress (ns) */
-	_Atomic uint64_t app_progress_ns;
-	/* ... and whether one is running it now (a hint: not counted) */
-	atomic_bool app_in_progress;
-	/* ... and posted (ns) */
-	_Atomic uint64_t app_post_ns;
+	/* engine thread (loop.c) */
+	struct {
+		pthread_t thread;
+		atomic_bool thread_running;
+		atomic_bool thread_stopping;	/* it must not linger */
+		struct ev_loop *loop;
+		ev_async wake;
+		ev_async stop;
+		ev_timer timer;
+		ev_timer backoff;	/* application threads are polling */
+		double backoff_s;	/* its period: grows while they do */
+		/* what woke it, and what it did (URXE_LOG=debug) */
+		/* io, timer, doorbell, backoff */
+		unsigned long wakes[4];
+		unsigned long runs, parks, busy, taken;
+		ev_io io[10];
+		unsigned int nio;
+		bool io_parked;
+	} th;
+
+	/* what application threads do, as the engine thread sees it */
+	struct {
+		unsigned int app_takes;	/* in a row: input an app read */
+		/* last time an application thread ran progress (ns) */
+		_Atomic uint64_t app_progress_ns;
+		/* ... whether one is running it now (a hint: not counted) */
+		atomic_bool app_in_progress;
+		/* ... and posted (ns) */
+		_Atomic uint64_t app_post_ns;
+		/* when a poller left ACKs owed (0: none); cleared by the
+		 * next pass */
+		_Atomic uint64_t acks_deferred_ns;
+	} app;
+
 	/*
-	 * The engine thread found input waiting and the progress lock held:
-	 * the holder reads it before it lets go (whatever its mode).
+	 * The budget (budget.c): packets in flight, all QPs' together (0: no
+	 * budget), and one QP's at most; @inflight is the budget in use,
+	 * @budget_wait the QPs waiting for room in it (FIFO).  Under the
+	 * progress lock.
 	 */
-	atomic_bool input_wanted;
-	/*
-	 * Packets in flight, all QPs' together (0: no budget), and one QP's
-	 * at most; @inflight is the budget in use, @budget_wait the QPs
-	 * waiting for room in it (FIFO).  Under the progress lock.
-	 */
-	uint32_t budget_pkts;
-	uint32_t window;
-	uint32_t inflight;
-	struct urxe_eqp *budget_wait, *budget_wait_tail;
-	uint32_t read_window;		/* READ answers awaited at most (0: window) */
-	/* receive completions made by this engine so far (under the lock) */
-	uint64_t cqes;
-	/* when a poller left ACKs owed (0: none); cleared by the next pass */
-	_Atomic uint64_t acks_deferred_ns;
-	/* ops->xrc_watch due then (0: off); under the progress lock */
-	uint64_t xrc_watch_due;
+	struct {
+		uint32_t budget_pkts;
+		uint32_t window;
+		uint32_t inflight;
+		struct urxe_eqp *budget_wait, *budget_wait_tail;
+		/* READ answers awaited at most (0: the window) */
+		uint32_t read_window;
+	} budget;
 };
 
 /* Period of ops->xrc_watch. */
@@ -199,17 +242,17 @@ struct urxe_engine {
 	 1u << URXE_CNT_SEND_ERR | 1u << URXE_CNT_DROPPED |		\
 	 1u << URXE_CNT_DROPPED_ICRC | 1u << URXE_CNT_DROPPED_NO_QP)
 
-/* Counts an event; one caused by eng->acct's work counts for it too. */
+/* Counts an event; one caused by eng->ctr.acct's work counts for it too. */
 static inline void urxe_count(struct urxe_engine *eng, enum urxe_counter c,
 			      uint64_t n)
 {
 	/* The progress lock's holder is the only writer: no atomic add. */
-	atomic_store_explicit(&eng->cnt[c],
-			      atomic_load_explicit(&eng->cnt[c],
+	atomic_store_explicit(&eng->ctr.cnt[c],
+			      atomic_load_explicit(&eng->ctr.cnt[c],
 						   memory_order_relaxed) + n,
 			      memory_order_relaxed);
-	if (eng->acct && !(URXE_CNT_ENGINE_ONLY & 1u << c))
-		eng->acct->cnt[c] += n;
+	if (eng->ctr.acct && !(URXE_CNT_ENGINE_ONLY & 1u << c))
+		eng->ctr.acct->cnt[c] += n;
 }
 
 /* Is the calling thread @eng's engine thread? */
@@ -249,22 +292,43 @@ static inline uint32_t urxe_qp_inflight(const struct urxe_eqp *qp)
 	if (!urxe_qp_reliable(qp) || qp->attr.state == IBV_QPS_ERR ||
 	    qp->attr.state == IBV_QPS_RESET)
 		return 0;
-	d = urxe_psn_diff(qp->psn, qp->acked_psn);
+	d = urxe_psn_diff(qp->req.psn, qp->comp.acked_psn);
 	return d > 0 ? (uint32_t)d : 0;
 }
 
-/* engine.c */
+/* qp_table.c */
 struct urxe_eqp *urxe_qp_lookup(struct urxe_engine *eng, uint32_t qpn);
+/* Flushes @qp's outstanding work (completer, then responder). */
+void urxe_qp_flush(struct urxe_eqp *qp);
+
+/* keys.c: the permutation's round keys, from @seed (0: getrandom()). */
+void urxe_keys_seed(struct urxe_engine *eng, uint64_t seed);
+
 /*
- * The engine's budget (urxe_engine_set_budget): urxe_budget_sync() counts
- * @qp's packets in flight (PSNs sent and not acknowledged, READ answers
- * included) into eng->inflight and, when that fell, wakes QPs waiting
- * for room.  urxe_budget_room() says whether @qp may send @pkts more
- * packets now; when not, @qp waits on the list (woken by the sync that
- * frees room).  Progress lock held.
+ * progress.c: takes @qp off the work list (it is going away); progress
+ * lock held.
+ */
+void urxe_pending_remove(struct urxe_eqp *qp);
+
+/* timer.c: runs the expired timers of every QP; progress lock held. */
+void urxe_timers_run(struct urxe_engine *eng);
+
+/*
+ * budget.c.  The engine's budget (urxe_engine_set_budget):
+ * urxe_budget_sync() counts @qp's packets in flight (PSNs sent and not
+ * acknowledged, READ answers included) into eng->budget.inflight and,
+ * when that fell, wakes QPs waiting for room.  urxe_budget_room() says
+ * whether @qp may send @pkts more packets now; when not, @qp waits on the
+ * list (woken by the sync that frees room).  Progress lock held.
  */
 void urxe_budget_sync(struct urxe_eqp *qp);
 bool urxe_budget_room(struct urxe_eqp *qp, uint32_t pkts);
+/* Takes @qp off the list of QPs waiting for room. */
+void urxe_budget_unwait(struct urxe_eqp *qp);
+/* Syncs @qp's budget and says whether it has packets in flight. */
+void urxe_streaming_update(struct urxe_eqp *qp);
+/* Sets one QP's window from the budget; under qp_lock. */
+void urxe_window_update(struct urxe_engine *eng);
 /*
  * A free index of the QP number space (no QP, no XRC SRQ holds it), round
  * robin; -ENOMEM when all are taken.  qp_lock held.
@@ -394,7 +458,7 @@ uint64_t urxe_now(struct urxe_engine *eng);
  */
 static inline uint64_t urxe_clock(struct urxe_engine *eng)
 {
-	return eng->clock_valid ? eng->clock_ns : urxe_now(eng);
+	return eng->clk.clock_valid ? eng->clk.clock_ns : urxe_now(eng);
 }
 /* Sets a QP timer (@slot points at retx_deadline or rnr_deadline). */
 void urxe_timer_set(struct urxe_eqp *qp, uint64_t *slot, uint64_t deadline);
@@ -405,11 +469,11 @@ void urxe_retx_arm(struct urxe_eqp *qp);
 /* Starts a round-trip sample at @psn unless one is in flight. */
 static inline void urxe_rtt_start(struct urxe_eqp *qp, uint32_t psn)
 {
-	if (qp->rtt_active || !urxe_qp_reliable(qp))
+	if (qp->comp.rtt_active || !urxe_qp_reliable(qp))
 		return;
-	qp->rtt_active = true;
-	qp->rtt_psn = psn;
-	qp->rtt_start = urxe_clock(qp->eng);
+	qp->comp.rtt_active = true;
+	qp->comp.rtt_psn = psn;
+	qp->comp.rtt_start = urxe_clock(qp->eng);
 }
 void urxe_comp_send(struct urxe_eqp *qp, struct urxe_send_wqe *wqe,
 		    enum ibv_wc_status status);
@@ -439,7 +503,7 @@ void urxe_resp_xrc_release(struct urxe_eqp *qp);
 void urxe_tgt_begin(struct urxe_eqp *qp);
 void urxe_tgt_end(struct urxe_eqp *qp);
 
-/* The key table index @key names (engine.c, "keys"); 0: none. */
+/* The key table index @key names (keys.c); 0: none. */
 uint32_t urxe_engine_key_index(const struct urxe_engine *eng, uint32_t key);
 
 /*

@@ -34,13 +34,13 @@ int urxe_engine_gsi_open(struct urxe_engine *eng, int notify_fd)
 	g->notify_fd = notify_fd;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_mutex_lock(&eng->lock);
-	if (eng->gsi) {
+	if (eng->qp1.gsi) {
 		pthread_mutex_unlock(&eng->lock);
 		pthread_mutex_destroy(&g->lock);
 		free(g);
 		return -EBUSY;
 	}
-	eng->gsi = g;
+	eng->qp1.gsi = g;
 	pthread_mutex_unlock(&eng->lock);
 	return 0;
 }
@@ -58,8 +58,8 @@ void urxe_engine_gsi_close(struct urxe_engine *eng)
 	struct urxe_gsi *g;
 
 	pthread_mutex_lock(&eng->lock);
-	g = eng->gsi;
-	eng->gsi = NULL;
+	g = eng->qp1.gsi;
+	eng->qp1.gsi = NULL;
 	pthread_mutex_unlock(&eng->lock);
 	gsi_free(g);
 }
@@ -71,8 +71,8 @@ void urxe_engine_gsi_close(struct urxe_engine *eng)
  */
 void urxe_gsi_destroy(struct urxe_engine *eng)
 {
-	gsi_free(eng->gsi);
-	eng->gsi = NULL;
+	gsi_free(eng->qp1.gsi);
+	eng->qp1.gsi = NULL;
 }
 
 /* Progress lock held. */
@@ -80,7 +80,7 @@ void urxe_gsi_input(struct urxe_engine *eng, const struct urxe_bth *bth,
 		    const uint8_t *roce, uint32_t paylen,
 		    const struct urxe_rx_meta *meta)
 {
-	struct urxe_gsi *g = eng->gsi;
+	struct urxe_gsi *g = eng->qp1.gsi;
 	struct urxe_gsi_mad *m;
 	const uint64_t one = 1;
 	bool wake;
@@ -124,7 +124,7 @@ int urxe_engine_gsi_recv(struct urxe_engine *eng, struct urxe_gsi_mad *out)
 	int got = 0;
 
 	/* The ring outlives nothing: open and close are the reader's. */
-	g = eng->gsi;
+	g = eng->qp1.gsi;
 	if (!g)
 		return -ENOTCONN;
 	pthread_mutex_lock(&g->lock);
@@ -154,7 +154,7 @@ int urxe_engine_gsi_send(struct urxe_engine *eng, const union ibv_gid *sgid,
 	uint8_t *buf;
 
 	pthread_mutex_lock(&eng->lock);
-	bth.psn = eng->gsi_psn++ & URXE_PSN_MASK;
+	bth.psn = eng->qp1.gsi_psn++ & URXE_PSN_MASK;
 	buf = urxe_tx_begin(eng, &bth);
 	urxe_deth_put(buf + URXE_BTH_LEN, URXE_GSI_QKEY, URXE_GSI_QPN);
 	memcpy(buf + oi->hdr_len, mad, URXE_MAD_LEN);

@@ -21,12 +21,13 @@ static void rearm_timer(struct urxe_engine *eng)
 {
 	uint64_t d = urxe_engine_next_deadline(eng), now;
 
-	ev_timer_stop(eng->loop, &eng->timer);
+	ev_timer_stop(eng->th.loop, &eng->th.timer);
 	if (d == UINT64_MAX)
 		return;
 	now = urxe_now(eng);
-	ev_timer_set(&eng->timer, d > now ? (double)(d - now) / 1e9 : 0.0, 0.0);
-	ev_timer_start(eng->loop, &eng->timer);
+	ev_timer_set(&eng->th.timer, d > now ? (double)(d - now) / 1e9 : 0.0,
+		     0.0);
+	ev_timer_start(eng->th.loop, &eng->th.timer);
 }
 
 static bool apps_active(struct urxe_engine *eng);
@@ -45,10 +46,10 @@ static bool app_takes_input(struct urxe_engine *eng, uint64_t silent)
 	uint64_t t0 = urxe_now(eng), now = t0, last;
 
 	for (;;) {
-		last = atomic_load_explicit(&eng->app_progress_ns,
+		last = atomic_load_explicit(&eng->app.app_progress_ns,
 					    memory_order_relaxed);
 		if (last > t0 ||
-		    atomic_load_explicit(&eng->app_in_progress,
+		    atomic_load_explicit(&eng->app.app_in_progress,
 					 memory_order_relaxed))
 			return true;
 		if (now - last >= silent)
@@ -56,8 +57,8 @@ static bool app_takes_input(struct urxe_engine *eng, uint64_t silent)
 		urxe_cpu_relax();
 		now = urxe_now(eng);
 	}
-	eng->taken++;
-	eng->app_takes = 0;
+	eng->th.taken++;
+	eng->app.app_takes = 0;
 	return false;
 }
 
@@ -67,7 +68,7 @@ static bool app_takes_input(struct urxe_engine *eng, uint64_t silent)
  */
 static bool acks_overdue(struct urxe_engine *eng)
 {
-	uint64_t t = atomic_load_explicit(&eng->acks_deferred_ns,
+	uint64_t t = atomic_load_explicit(&eng->app.acks_deferred_ns,
 					  memory_order_relaxed);
 
 	return t && urxe_now(eng) - t >= URXE_ACK_OVERDUE_NS;
@@ -76,21 +77,21 @@ static void park_io(struct urxe_engine *eng, bool park);
 
 static void arm_backoff(struct urxe_engine *eng)
 {
-	if (ev_is_active(&eng->backoff))
+	if (ev_is_active(&eng->th.backoff))
 		return;
-	ev_timer_set(&eng->backoff, eng->backoff_s, 0.0);
-	ev_timer_start(eng->loop, &eng->backoff);
+	ev_timer_set(&eng->th.backoff, eng->th.backoff_s, 0.0);
+	ev_timer_start(eng->th.loop, &eng->th.backoff);
 }
 
 /* Is input waiting in a socket? */
 static bool input_waiting(struct urxe_engine *eng)
 {
-	struct pollfd p[sizeof(eng->io) / sizeof(eng->io[0])];
+	struct pollfd p[sizeof(eng->th.io) / sizeof(eng->th.io[0])];
 	unsigned int i;
 
-	for (i = 0; i < eng->nio; i++)
-		p[i] = (struct pollfd){ .fd = eng->io[i].fd, .events = POLLIN };
-	return poll(p, eng->nio, 0) > 0;
+	for (i = 0; i < eng->th.nio; i++)
+		p[i] = (struct pollfd){ .fd = eng->th.io[i].fd, .events = POLLIN };
+	return poll(p, eng->th.nio, 0) > 0;
 }
 
 /*
@@ -105,7 +106,7 @@ static int linger(struct urxe_engine *eng)
 	uint64_t last = urxe_now(eng);
 	int did;
 
-	while (!apps_active(eng) && !atomic_load(&eng->thread_stopping) &&
+	while (!apps_active(eng) && !atomic_load(&eng->th.thread_stopping) &&
 	       urxe_now(eng) - last < URXE_LINGER_NS) {
 		did = urxe_engine_progress_thread(eng);
 		if (did < 0)
@@ -121,7 +122,7 @@ static void take_over(struct urxe_engine *eng)
 {
 	int did;
 
-	eng->runs++;
+	eng->th.runs++;
 	did = urxe_engine_progress_thread(eng);
 	if (did > 0)
 		did = linger(eng);
@@ -132,7 +133,7 @@ static void take_over(struct urxe_engine *eng)
 		 * readable, and watching it would wake this thread again and
 		 * again for nothing.  Look again in a while.
 		 */
-		eng->busy++;
+		eng->th.busy++;
 		park_io(eng, true);
 		arm_backoff(eng);
 		return;
@@ -150,8 +151,8 @@ static void take_over(struct urxe_engine *eng)
 static void take_over_watching(struct urxe_engine *eng)
 {
 	park_io(eng, false);
-	eng->backoff_s = URXE_BACKOFF_S;
-	eng->app_takes = 0;
+	eng->th.backoff_s = URXE_BACKOFF_S;
+	eng->app.app_takes = 0;
 	take_over(eng);
 }
 
@@ -170,9 +171,9 @@ static void run(struct urxe_engine *eng, bool input)
 		return;
 	}
 	/* Pollers took this input: after a few such, stop watching. */
-	if (!input || ++eng->app_takes >= URXE_APP_TAKES) {
-		eng->app_takes = 0;
-		eng->parks++;
+	if (!input || ++eng->app.app_takes >= URXE_APP_TAKES) {
+		eng->app.app_takes = 0;
+		eng->th.parks++;
 		park_io(eng, true);
 		arm_backoff(eng);
 	}
@@ -183,10 +184,10 @@ static void run(struct urxe_engine *eng, bool input)
 /* Were application threads driving progress a moment ago? */
 static bool apps_active(struct urxe_engine *eng)
 {
-	uint64_t last = atomic_load_explicit(&eng->app_progress_ns,
+	uint64_t last = atomic_load_explicit(&eng->app.app_progress_ns,
 					     memory_order_relaxed);
 
-	return atomic_load_explicit(&eng->app_in_progress,
+	return atomic_load_explicit(&eng->app.app_in_progress,
 				    memory_order_relaxed) ||
 	       (last && urxe_now(eng) - last < URXE_APP_ACTIVE_NS);
 }
@@ -195,15 +196,15 @@ static void park_io(struct urxe_engine *eng, bool park)
 {
 	unsigned int i;
 
-	if (park == eng->io_parked)
+	if (park == eng->th.io_parked)
 		return;
-	for (i = 0; i < eng->nio; i++) {
+	for (i = 0; i < eng->th.nio; i++) {
 		if (park)
-			ev_io_stop(eng->loop, &eng->io[i]);
+			ev_io_stop(eng->th.loop, &eng->th.io[i]);
 		else
-			ev_io_start(eng->loop, &eng->io[i]);
+			ev_io_start(eng->th.loop, &eng->th.io[i]);
 	}
-	eng->io_parked = park;
+	eng->th.io_parked = park;
 }
 
 /*
@@ -218,7 +219,7 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)w;
 	(void)revents;
-	eng->wakes[0]++;
+	eng->th.wakes[0]++;
 	run(eng, true);
 }
 
@@ -228,7 +229,7 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)w;
 	(void)revents;
-	eng->wakes[3]++;
+	eng->th.wakes[3]++;
 	/*
 	 * The applications stopped calling in, or input waits that none of
 	 * them takes (they poll no more: ib_write_lat's spins on memory for
@@ -244,8 +245,8 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 	 * keep polling, look less often (up to URXE_BACKOFF_MAX_S, well
 	 * within a peer's shortest retransmission timeout).
 	 */
-	if (eng->backoff_s < URXE_BACKOFF_MAX_S)
-		eng->backoff_s *= 2;
+	if (eng->th.backoff_s < URXE_BACKOFF_MAX_S)
+		eng->th.backoff_s *= 2;
 	run(eng, false);
 }
 
@@ -255,7 +256,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)w;
 	(void)revents;
-	eng->wakes[1]++;
+	eng->th.wakes[1]++;
 	run(eng, false);
 }
 
@@ -265,7 +266,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 
 	(void)w;
 	(void)revents;
-	eng->wakes[2]++;
+	eng->th.wakes[2]++;
 	run(eng, false);
 }
 
@@ -289,7 +290,7 @@ static void *engine_main(void *arg)
 	struct urxe_engine *eng = arg;
 
 	engine_self = eng;
-	ev_run(eng->loop, 0);
+	ev_run(eng->th.loop, 0);
 	return NULL;
 }
 
@@ -300,69 +301,69 @@ int urxe_engine_thread_start(struct urxe_engine *eng, const int *fds,
 	unsigned int i;
 	int rc;
 
-	if (eng->thread_running)
+	if (eng->th.thread_running)
 		return 0;
-	if (nfds > sizeof(eng->io) / sizeof(eng->io[0]))
+	if (nfds > sizeof(eng->th.io) / sizeof(eng->th.io[0]))
 		return -EINVAL;
 	/* A private loop: the default loop belongs to the application. */
-	eng->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
-	if (!eng->loop)
+	eng->th.loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+	if (!eng->th.loop)
 		return -ENOMEM;
-	ev_set_userdata(eng->loop, eng);
+	ev_set_userdata(eng->th.loop, eng);
 	for (i = 0; i < nfds; i++) {
-		ev_io_init(&eng->io[i], on_io, fds[i], EV_READ);
-		ev_io_start(eng->loop, &eng->io[i]);
+		ev_io_init(&eng->th.io[i], on_io, fds[i], EV_READ);
+		ev_io_start(eng->th.loop, &eng->th.io[i]);
 	}
-	eng->nio = nfds;
-	ev_timer_init(&eng->timer, on_timer, 0.0, 0.0);
-	ev_timer_init(&eng->backoff, on_backoff, URXE_BACKOFF_S, 0.0);
-	eng->backoff_s = URXE_BACKOFF_S;
-	eng->io_parked = false;
-	ev_async_init(&eng->wake, on_wake);
-	ev_async_start(eng->loop, &eng->wake);
-	ev_async_init(&eng->stop, on_stop);
-	ev_async_start(eng->loop, &eng->stop);
+	eng->th.nio = nfds;
+	ev_timer_init(&eng->th.timer, on_timer, 0.0, 0.0);
+	ev_timer_init(&eng->th.backoff, on_backoff, URXE_BACKOFF_S, 0.0);
+	eng->th.backoff_s = URXE_BACKOFF_S;
+	eng->th.io_parked = false;
+	ev_async_init(&eng->th.wake, on_wake);
+	ev_async_start(eng->th.loop, &eng->th.wake);
+	ev_async_init(&eng->th.stop, on_stop);
+	ev_async_start(eng->th.loop, &eng->th.stop);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&eng->thread, NULL, engine_main, eng);
+	rc = pthread_create(&eng->th.thread, NULL, engine_main, eng);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		ev_loop_destroy(eng->loop);
-		eng->loop = NULL;
+		ev_loop_destroy(eng->th.loop);
+		eng->th.loop = NULL;
 		return -rc;
 	}
-	eng->thread_running = true;
+	eng->th.thread_running = true;
 	return 0;
 }
 
 void urxe_engine_thread_stop(struct urxe_engine *eng)
 {
-	if (!eng->thread_running)
+	if (!eng->th.thread_running)
 		return;
-	atomic_store(&eng->thread_stopping, true);
-	ev_async_send(eng->loop, &eng->stop);
-	pthread_join(eng->thread, NULL);
-	atomic_store(&eng->thread_stopping, false);
+	atomic_store(&eng->th.thread_stopping, true);
+	ev_async_send(eng->th.loop, &eng->th.stop);
+	pthread_join(eng->th.thread, NULL);
+	atomic_store(&eng->th.thread_stopping, false);
 	urxe_dbg("slot %u: engine thread woken by io %lu, timer %lu, doorbell %lu, backoff %lu; ran %lu (input no poller took %lu), parked %lu, found the lock held %lu",
-		 eng->slot, eng->wakes[0], eng->wakes[1], eng->wakes[2],
-		 eng->wakes[3], eng->runs, eng->taken, eng->parks, eng->busy);
-	ev_loop_destroy(eng->loop);
-	eng->loop = NULL;
-	eng->thread_running = false;
+		 eng->slot, eng->th.wakes[0], eng->th.wakes[1], eng->th.wakes[2],
+		 eng->th.wakes[3], eng->th.runs, eng->th.taken, eng->th.parks, eng->th.busy);
+	ev_loop_destroy(eng->th.loop);
+	eng->th.loop = NULL;
+	eng->th.thread_running = false;
 }
 
 void urxe_engine_thread_forget(struct urxe_engine *eng)
 {
-	if (!eng->thread_running)
+	if (!eng->th.thread_running)
 		return;
 	/* libev's destroy closes and frees; it makes no epoll_ctl call. */
-	ev_loop_destroy(eng->loop);
-	eng->loop = NULL;
-	eng->thread_running = false;
+	ev_loop_destroy(eng->th.loop);
+	eng->th.loop = NULL;
+	eng->th.thread_running = false;
 }
 
 void urxe_engine_thread_wake(struct urxe_engine *eng)
 {
-	if (eng->thread_running)
-		ev_async_send(eng->loop, &eng->wake);
+	if (eng->th.thread_running)
+		ev_async_send(eng->th.loop, &eng->th.wake);
 }

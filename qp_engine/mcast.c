@@ -32,11 +32,11 @@ static unsigned int count(struct urxe_engine *eng, const union ibv_gid *gid,
 	unsigned int i, n = 0;
 
 	*found = false;
-	for (i = 0; i < eng->nmc; i++) {
-		if (memcmp(eng->mc[i].gid.raw, gid->raw, 16))
+	for (i = 0; i < eng->mcast.nmc; i++) {
+		if (memcmp(eng->mcast.mc[i].gid.raw, gid->raw, 16))
 			continue;
 		n++;
-		if (eng->mc[i].qp == qp)
+		if (eng->mcast.mc[i].qp == qp)
 			*found = true;
 	}
 	return n;
@@ -46,9 +46,10 @@ static unsigned int groups(struct urxe_engine *eng)
 {
 	unsigned int i, k, n = 0;
 
-	for (i = 0; i < eng->nmc; i++) {
+	for (i = 0; i < eng->mcast.nmc; i++) {
 		for (k = 0; k < i; k++)
-			if (!memcmp(eng->mc[k].gid.raw, eng->mc[i].gid.raw, 16))
+			if (!memcmp(eng->mcast.mc[k].gid.raw,
+				    eng->mcast.mc[i].gid.raw, 16))
 				break;
 		n += k == i;
 	}
@@ -68,16 +69,17 @@ static int attach_locked(struct urxe_engine *eng, struct urxe_eqp *qp,
 		return 0;
 	if ((!n && groups(eng) >= max_grp) || n >= max_qp)
 		return -ENOMEM;
-	if (eng->nmc == eng->mc_cap) {
-		mc = realloc(eng->mc, (eng->mc_cap * 2 + 4) * sizeof(*mc));
+	if (eng->mcast.nmc == eng->mcast.mc_cap) {
+		mc = realloc(eng->mcast.mc,
+			     (eng->mcast.mc_cap * 2 + 4) * sizeof(*mc));
 		if (!mc)
 			return -ENOMEM;
-		eng->mc = mc;
-		eng->mc_cap = eng->mc_cap * 2 + 4;
+		eng->mcast.mc = mc;
+		eng->mcast.mc_cap = eng->mcast.mc_cap * 2 + 4;
 	}
-	eng->mc[eng->nmc].gid = *gid;
-	eng->mc[eng->nmc].qp = qp;
-	eng->nmc++;
+	eng->mcast.mc[eng->mcast.nmc].gid = *gid;
+	eng->mcast.mc[eng->mcast.nmc].qp = qp;
+	eng->mcast.nmc++;
 	return n == 0;
 }
 
@@ -99,14 +101,14 @@ static int detach_locked(struct urxe_engine *eng, struct urxe_eqp *qp,
 	unsigned int i;
 	bool found;
 
-	for (i = 0; i < eng->nmc; i++) {
-		if (eng->mc[i].qp == qp &&
-		    !memcmp(eng->mc[i].gid.raw, gid->raw, 16))
+	for (i = 0; i < eng->mcast.nmc; i++) {
+		if (eng->mcast.mc[i].qp == qp &&
+		    !memcmp(eng->mcast.mc[i].gid.raw, gid->raw, 16))
 			break;
 	}
-	if (i == eng->nmc)
+	if (i == eng->mcast.nmc)
 		return -EINVAL;
-	eng->mc[i] = eng->mc[--eng->nmc];
+	eng->mcast.mc[i] = eng->mcast.mc[--eng->mcast.nmc];
 	return count(eng, gid, NULL, &found) == 0;
 }
 
@@ -128,9 +130,9 @@ int urxe_engine_mcast_first(struct urxe_eqp *qp, union ibv_gid *gid)
 	unsigned int i;
 
 	pthread_mutex_lock(&eng->lock);
-	for (i = 0; i < eng->nmc; i++) {
-		if (eng->mc[i].qp == qp) {
-			*gid = eng->mc[i].gid;
+	for (i = 0; i < eng->mcast.nmc; i++) {
+		if (eng->mcast.mc[i].qp == qp) {
+			*gid = eng->mcast.mc[i].gid;
 			rc = 0;
 			break;
 		}
@@ -143,9 +145,9 @@ void urxe_mcast_qp_gone(struct urxe_engine *eng, struct urxe_eqp *qp)
 {
 	unsigned int i = 0;
 
-	while (i < eng->nmc) {
-		if (eng->mc[i].qp == qp)
-			eng->mc[i] = eng->mc[--eng->nmc];
+	while (i < eng->mcast.nmc) {
+		if (eng->mcast.mc[i].qp == qp)
+			eng->mcast.mc[i] = eng->mcast.mc[--eng->mcast.nmc];
 		else
 			i++;
 	}
@@ -159,8 +161,8 @@ static bool find_group(struct urxe_engine *eng, const uint8_t *roce,
 
 	if (is_mcast_gid(&m->dgid))
 		return urxe_icrc_check_rx(roce, len, m, &eng->icrc_ids);
-	for (i = 0; i < eng->nmc; i++) {
-		m->dgid = eng->mc[i].gid;
+	for (i = 0; i < eng->mcast.nmc; i++) {
+		m->dgid = eng->mcast.mc[i].gid;
 		if (urxe_icrc_check_rx_exact(roce, len, m))
 			return true;
 	}
@@ -196,7 +198,7 @@ void urxe_mcast_input(struct urxe_engine *eng, const struct urxe_bth *bth,
 
 	/* IBA 10.5.2.3: only UD SENDs are multicast. */
 	if (urxe_opcode_transport(bth->opcode) != URXE_TR_UD ||
-	    !eng->nmc) {
+	    !eng->mcast.nmc) {
 		urxe_count(eng, URXE_CNT_DROPPED_NO_QP, 1);
 		return;
 	}
@@ -205,16 +207,16 @@ void urxe_mcast_input(struct urxe_engine *eng, const struct urxe_bth *bth,
 		return;
 	}
 	/* Delivery may not change the list: it only completes receives. */
-	for (i = 0; i < eng->nmc; i++) {
-		struct urxe_eqp *qp = eng->mc[i].qp;
+	for (i = 0; i < eng->mcast.nmc; i++) {
+		struct urxe_eqp *qp = eng->mcast.mc[i].qp;
 
-		if (memcmp(eng->mc[i].gid.raw, m.dgid.raw, 16))
+		if (memcmp(eng->mcast.mc[i].gid.raw, m.dgid.raw, 16))
 			continue;
 		any = true;
 		qp->cnt[URXE_CNT_RCVD_PKTS]++;
-		eng->acct = qp;
+		eng->ctr.acct = qp;
 		urxe_resp_input(qp, bth, oi, roce, paylen, &m);
-		eng->acct = NULL;
+		eng->ctr.acct = NULL;
 	}
 	if (!any)
 		urxe_count(eng, URXE_CNT_DROPPED_NO_QP, 1);

@@ -22,9 +22,9 @@
 static void set_rkey(struct urxe_engine *eng, struct urxe_mem *mw,
 		     uint32_t rkey)
 {
-	pthread_spin_lock(&eng->key_lock);
+	pthread_spin_lock(&eng->keyt.key_lock);
 	mw->rkey = rkey;
-	pthread_spin_unlock(&eng->key_lock);
+	pthread_spin_unlock(&eng->keyt.key_lock);
 }
 
 /* The window grants nothing any more; its region's reference goes. */
@@ -52,13 +52,13 @@ static struct urxe_mem *mw_get(struct urxe_engine *eng, uint32_t handle)
 
 	if (!idx)
 		return NULL;
-	pthread_spin_lock(&eng->key_lock);
-	m = eng->keys[idx];
+	pthread_spin_lock(&eng->keyt.key_lock);
+	m = eng->keyt.keys[idx];
 	if (m && m->mw_type && m->lkey == handle)
 		atomic_fetch_add(&m->refs, 1);
 	else
 		m = NULL;
-	pthread_spin_unlock(&eng->key_lock);
+	pthread_spin_unlock(&eng->keyt.key_lock);
 	return m;
 }
 

@@ -30,8 +30,8 @@ void urxe_engine_qp_dst_absent(struct urxe_eqp *qp, const union ibv_gid *dgid)
 {
 	char a[INET6_ADDRSTRLEN];
 
-	atomic_store(&qp->dst_absent, true);
-	if (atomic_exchange(&qp->dst_absent_said, true) ||
+	atomic_store(&qp->req.dst_absent, true);
+	if (atomic_exchange(&qp->req.dst_absent_said, true) ||
 	    !urxe_log_ratelimit(&absent_rl, URXE_LOG_WARN))
 		return;
 	urxe_warn("%s: QP 0x%06x sends to %s, which no process on this host owns (it exited, or the GID is wrong: `ss -uln 'sport = :4791'` lists the addresses in use); the QP will exhaust its retries",
@@ -44,7 +44,7 @@ static void retry_exceeded(struct urxe_eqp *qp, uint32_t psn)
 	char a[INET6_ADDRSTRLEN];
 
 	gid_str(&qp->attr.dgid, a, sizeof(a));
-	if (atomic_load(&qp->dst_absent))
+	if (atomic_load(&qp->req.dst_absent))
 		urxe_warn("%s: QP 0x%06x moved to ERR: retry exceeded (no ACK for PSN %u from QP 0x%06x, retry_cnt %u): no process on this host owns %s (it exited, or the GID is wrong)",
 			  qp->eng->name, qp->qpn, psn, qp->attr.dest_qpn,
 			  qp->attr.retry_cnt, a);

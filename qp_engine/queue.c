@@ -4,6 +4,8 @@
  * free-running indices.  Posters hold the ring's spinlock; the engine
  * consumes under the progress lock.  prod is published with release
  * ordering after the slot is written, read with acquire before it is read.
+ * The posting side of the work rings is here (urxe_engine_sq_*, the
+ * receive posts), so that the provider never touches a ring's indices.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -50,6 +52,99 @@ void urxe_wq_fini(struct urxe_wq *q)
 	free(q->buf);
 	q->buf = NULL;
 	pthread_spin_destroy(&q->lock);
+}
+
+/* ---- posting: the producer side (urxe_engine_sq_*, *_post) ---- */
+
+static bool wq_full(struct urxe_wq *q, uint32_t prod)
+{
+	return prod - atomic_load_explicit(&q->cons, memory_order_acquire) >=
+	       q->max_wr;
+}
+
+uint64_t urxe_sge_len(const struct ibv_sge *sg, int n)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		sum += sg[i].length;
+	return sum;
+}
+
+uint32_t urxe_engine_sq_begin(struct urxe_eqp *qp)
+{
+	pthread_spin_lock(&qp->sq.lock);
+	return atomic_load_explicit(&qp->sq.prod, memory_order_relaxed);
+}
+
+struct urxe_send_wqe *urxe_engine_sq_slot(struct urxe_eqp *qp, uint32_t idx)
+{
+	return wq_full(&qp->sq, idx) ? NULL : urxe_wq_slot(&qp->sq, idx);
+}
+
+void urxe_engine_sq_publish(struct urxe_eqp *qp, uint32_t end)
+{
+	/* Release: every slot before @end is written. */
+	atomic_store_explicit(&qp->sq.prod, end, memory_order_release);
+}
+
+void urxe_engine_sq_end(struct urxe_eqp *qp)
+{
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+static int recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad, unsigned int *posted)
+{
+	struct urxe_recv_wqe *w;
+	uint64_t len;
+	uint32_t prod;
+	int rc = 0, i;
+
+	*posted = 0;
+	pthread_spin_lock(&q->lock);
+	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
+	for (; wr; wr = wr->next, prod++, (*posted)++) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
+		    (wr->num_sge && !wr->sg_list))
+			rc = -EINVAL;
+		else if (wq_full(q, prod))
+			rc = -ENOMEM;
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+		len = urxe_sge_len(wr->sg_list, wr->num_sge);
+		w = urxe_wq_slot(q, prod);
+		w->wr_id = wr->wr_id;
+		w->num_sge = (uint32_t)wr->num_sge;
+		/* No message exceeds 2^31 bytes: more room changes nothing. */
+		w->length = len > URXE_MAX_MSG_SZ ? URXE_MAX_MSG_SZ : (uint32_t)len;
+		for (i = 0; i < wr->num_sge; i++)
+			w->sge[i] = (struct urxe_sge){
+				.addr = wr->sg_list[i].addr,
+				.length = wr->sg_list[i].length,
+				.lkey = wr->sg_list[i].lkey,
+			};
+		/* Slot written: hands it to the engine. */
+		atomic_store_explicit(&q->prod, prod + 1, memory_order_release);
+	}
+	pthread_spin_unlock(&q->lock);
+	return rc;
+}
+
+
+int urxe_engine_rq_post(struct urxe_eqp *qp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad, unsigned int *posted)
+{
+	return recv_post(&qp->rq, wr, bad, posted);
+}
+
+int urxe_engine_srq_post(struct urxe_esrq *srq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad, unsigned int *posted)
+{
+	return recv_post(&srq->rq, wr, bad, posted);
 }
 
 int urxe_cq_ring_init(struct urxe_cq_ring *r, uint32_t cqe)

@@ -21,8 +21,8 @@
 /* How many READ answer packets may be awaited (and asked for at once). */
 static uint32_t read_window(const struct urxe_engine *eng)
 {
-	return eng->read_window && eng->read_window < eng->window ?
-	       eng->read_window : eng->window;
+	return eng->budget.read_window && eng->budget.read_window < eng->budget.window ?
+	       eng->budget.read_window : eng->budget.window;
 }
 
 uint32_t urxe_wqe_pkts(const struct urxe_eqp *qp,
@@ -153,7 +153,7 @@ static void bth_init(const struct urxe_eqp *qp, const struct urxe_send_wqe *wqe,
 		 wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
 	b->pkey = 0xffff;
 	b->dqpn = qp->type == IBV_QPT_UD ? wqe->remote_qpn : qp->attr.dest_qpn;
-	b->psn = qp->psn;
+	b->psn = qp->req.psn;
 }
 
 static bool is_local_op(const struct urxe_send_wqe *wqe)
@@ -170,7 +170,7 @@ static bool is_local_op(const struct urxe_send_wqe *wqe)
  */
 static bool ack_at_end(struct urxe_eqp *qp)
 {
-	uint32_t next = qp->sq_next + 1;
+	uint32_t next = qp->req.sq_next + 1;
 	const struct urxe_send_wqe *w;
 
 	if (next == atomic_load_explicit(&qp->sq.prod, memory_order_acquire))
@@ -197,7 +197,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 		paylen = mtu;
 	last = wqe->sent + paylen == wqe->length;
 	bth_init(qp, wqe, data_op(wqe, first, last), last, &bth);
-	qp->unacked_pkts++;
+	qp->req.unacked_pkts++;
 	/*
 	 * Ask for an ACK at the end of the last message posted, every few
 	 * packets (every window, if smaller), and on the packet that fills
@@ -205,7 +205,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	 * for a timeout.  A stream of small messages is acknowledged every
 	 * few packets, not message by message (an ACK covers all before it).
 	 */
-	every = eng->window < 2 * URXE_ACK_EVERY ? eng->window : URXE_ACK_EVERY;
+	every = eng->budget.window < 2 * URXE_ACK_EVERY ? eng->budget.window : URXE_ACK_EVERY;
 	/*
 	 * ... and on the packet that fills the engine's budget: the QP may
 	 * then wait for room, and the room comes back with ACKs.  Likewise
@@ -213,20 +213,21 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	 * last packet a rewind resends: what the QP then waits for must be
 	 * asked for, or a responder answers nothing (its resends included).
 	 */
-	if (qp->resending && !urxe_psn_before(bth.psn, qp->resend_end))
-		qp->resending = false;
+	if (qp->req.resending && !urxe_psn_before(bth.psn, qp->req.resend_end))
+		qp->req.resending = false;
 	bth.ackreq = urxe_qp_reliable(qp) &&
 		     ((last && ack_at_end(qp)) ||
-		      (qp->resending &&
-		       urxe_psn_add(bth.psn, 1) == qp->resend_end) ||
-		      qp->unacked_pkts >= (every ? every : 1) ||
-		      urxe_psn_diff(urxe_psn_add(qp->psn, 1), qp->acked_psn) >=
-		      (int32_t)eng->window ||
-		      (eng->budget_pkts &&
-		       eng->inflight + 1 + urxe_qp_inflight(qp) -
-		       qp->budget_held >= eng->budget_pkts));
+		      (qp->req.resending &&
+		       urxe_psn_add(bth.psn, 1) == qp->req.resend_end) ||
+		      qp->req.unacked_pkts >= (every ? every : 1) ||
+		      urxe_psn_diff(urxe_psn_add(qp->req.psn, 1),
+				    qp->comp.acked_psn) >=
+		      (int32_t)eng->budget.window ||
+		      (eng->budget.budget_pkts &&
+		       eng->budget.inflight + 1 + urxe_qp_inflight(qp) -
+		       qp->req.budget_held >= eng->budget.budget_pkts));
 	if (bth.ackreq)
-		qp->unacked_pkts = 0;
+		qp->req.unacked_pkts = 0;
 	oi = urxe_opinfo(bth.opcode);
 	buf = urxe_tx_begin(eng, &bth);
 	put_ext_hdrs(qp, wqe, oi, buf, wqe->remote_addr, wqe->length);
@@ -256,7 +257,7 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	}
 	urxe_rtt_start(qp, bth.psn);
 	wqe->sent += paylen;
-	qp->psn = urxe_psn_add(qp->psn, 1);
+	qp->req.psn = urxe_psn_add(qp->req.psn, 1);
 	if (last)
 		wqe->state = URXE_WQE_SENT;
 	return 0;
@@ -298,17 +299,17 @@ static void send_rd_atomic_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	}
 	bth_init(qp, wqe, op, true, &bth);
 	bth.ackreq = 1;
-	qp->unacked_pkts = 0;
+	qp->req.unacked_pkts = 0;
 	oi = urxe_opinfo(bth.opcode);
 	buf = urxe_tx_begin(qp->eng, &bth);
 	put_ext_hdrs(qp, wqe, oi, buf, wqe->remote_addr + wqe->sent, len);
 	wqe_path(qp, wqe, &path);
 	urxe_tx_commit(qp->eng, &path, oi, 0);
 	urxe_rtt_start(qp, urxe_psn_add(bth.psn, npkts - 1));
-	qp->resp_pkts += npkts;
-	qp->rd_outstanding++;
+	qp->req.resp_pkts += npkts;
+	qp->req.rd_outstanding++;
 	wqe->sent += len;
-	qp->psn = urxe_psn_add(qp->psn, npkts);
+	qp->req.psn = urxe_psn_add(qp->req.psn, npkts);
 	if (op != URXE_OP_READ_REQ || wqe->sent == wqe->length)
 		wqe->state = URXE_WQE_SENT;
 }
@@ -327,7 +328,7 @@ static bool flow_room(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 
 	if (!eng->ops->tx_wait)
 		return true;
-	if (qp->flow_deadline)
+	if (qp->req.flow_deadline)
 		return false;		/* its timer asks again */
 	len = wqe->state == URXE_WQE_POSTED ? wqe->length
 					    : wqe->length - wqe->sent;
@@ -338,7 +339,7 @@ static bool flow_room(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 				 (len < mtu ? len : mtu) + URXE_ROCE_OVERHEAD);
 	if (!wait)
 		return true;
-	urxe_timer_set(qp, &qp->flow_deadline, urxe_clock(eng) + wait);
+	urxe_timer_set(qp, &qp->req.flow_deadline, urxe_clock(eng) + wait);
 	return false;
 }
 
@@ -350,12 +351,12 @@ static bool may_send(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 	if (!urxe_qp_reliable(qp))
 		return flow_room(qp, wqe);
 	/* (After a rewind, late answers may put acked_psn ahead of psn.) */
-	if (urxe_psn_diff(qp->psn, qp->acked_psn) >= (int32_t)qp->eng->window)
+	if (urxe_psn_diff(qp->req.psn, qp->comp.acked_psn) >= (int32_t)qp->eng->budget.window)
 		return false;
 	if (is_rd_atomic(wqe)) {
-		if (qp->rd_outstanding >= max_rd)
+		if (qp->req.rd_outstanding >= max_rd)
 			return false;
-		if (qp->resp_pkts >= read_window(qp->eng))
+		if (qp->req.resp_pkts >= read_window(qp->eng))
 			return false;
 	}
 	/* The engine's budget: a READ asks for up to a read window. */
@@ -364,7 +365,7 @@ static bool may_send(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 		return false;
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs and atomics. */
 	if ((wqe->send_flags & IBV_SEND_FENCE) && wqe->state == URXE_WQE_POSTED &&
-	    qp->rd_outstanding)
+	    qp->req.rd_outstanding)
 		return false;
 	return true;
 }
@@ -372,8 +373,8 @@ static bool may_send(struct urxe_eqp *qp, const struct urxe_send_wqe *wqe)
 static void start_wqe(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 {
 	wqe->state = URXE_WQE_SENDING;
-	wqe->first_psn = qp->psn;
-	wqe->last_psn = urxe_psn_add(qp->psn, urxe_wqe_pkts(qp, wqe) - 1);
+	wqe->first_psn = qp->req.psn;
+	wqe->last_psn = urxe_psn_add(qp->req.psn, urxe_wqe_pkts(qp, wqe) - 1);
 	wqe->sent = 0;
 	wqe->rcvd = 0;
 	wqe->status = IBV_WC_SUCCESS;
@@ -424,21 +425,21 @@ static bool run_local_op(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	int rc;
 
 	if (wqe->state == URXE_WQE_DONE) {
-		qp->sq_next++;		/* executed before a rewind */
+		qp->req.sq_next++;		/* executed before a rewind */
 		return true;
 	}
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs and atomics. */
-	if ((wqe->send_flags & IBV_SEND_FENCE) && qp->rd_outstanding)
+	if ((wqe->send_flags & IBV_SEND_FENCE) && qp->req.rd_outstanding)
 		return false;
-	wqe->first_psn = qp->psn;
-	wqe->last_psn = urxe_psn_add(qp->psn, URXE_PSN_MASK);
+	wqe->first_psn = qp->req.psn;
+	wqe->last_psn = urxe_psn_add(qp->req.psn, URXE_PSN_MASK);
 	wqe->sent = 0;
 	if (wqe->opcode == IBV_WR_BIND_MW)
 		rc = urxe_mw_bind(qp, wqe);
 	else
 		rc = urxe_mw_invalidate(qp, wqe->imm_inv);
 	/* Past it first: completing it may retire it (and move sq_next). */
-	qp->sq_next++;
+	qp->req.sq_next++;
 	if (rc) {
 		enum urxe_verdict v = wqe->opcode == IBV_WR_BIND_MW ?
 				      URXE_V_MW_BIND : URXE_V_LOC_INV;
@@ -456,11 +457,12 @@ void urxe_req_run(struct urxe_eqp *qp)
 {
 	uint32_t prod;
 
-	if (qp->attr.state != IBV_QPS_RTS || qp->rnr_deadline)
+	if (qp->attr.state != IBV_QPS_RTS || qp->comp.rnr_deadline)
 		return;
 	prod = atomic_load_explicit(&qp->sq.prod, memory_order_acquire);
-	while (qp->sq_next != prod) {
-		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, qp->sq_next);
+	while (qp->req.sq_next != prod) {
+		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq,
+							 qp->req.sq_next);
 
 		if (is_local_op(wqe)) {
 			if (!run_local_op(qp, wqe))
@@ -469,12 +471,12 @@ void urxe_req_run(struct urxe_eqp *qp)
 		}
 		if (!send_wqe(qp, wqe))
 			break;
-		qp->sq_next++;
+		qp->req.sq_next++;
 		/* Unreliable transports complete once the packets are out. */
 		if (!urxe_qp_reliable(qp))
 			urxe_comp_send(qp, wqe, IBV_WC_SUCCESS);
 	}
-	if (urxe_qp_reliable(qp) && !qp->retx_deadline)
+	if (urxe_qp_reliable(qp) && !qp->comp.retx_deadline)
 		urxe_retx_arm(qp);
 }
 
@@ -482,15 +484,16 @@ void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
 {
 	uint32_t mtu = urxe_qp_mtu(qp), i;
 
-	if (!qp->resending || urxe_psn_before(qp->resend_end, qp->psn))
-		qp->resend_end = qp->psn;
-	qp->resending = urxe_psn_before(psn, qp->resend_end);
+	if (!qp->req.resending ||
+	    urxe_psn_before(qp->req.resend_end, qp->req.psn))
+		qp->req.resend_end = qp->req.psn;
+	qp->req.resending = urxe_psn_before(psn, qp->req.resend_end);
 
-	qp->rd_outstanding = 0;
-	qp->resp_pkts = 0;
-	qp->unacked_pkts = 0;
-	qp->rtt_active = false;		/* Karn: resent PSNs give no samples */
-	for (i = qp->sq_comp; i != qp->sq_next + 1; i++) {
+	qp->req.rd_outstanding = 0;
+	qp->req.resp_pkts = 0;
+	qp->req.unacked_pkts = 0;
+	qp->comp.rtt_active = false;		/* Karn: resent PSNs give no samples */
+	for (i = qp->comp.sq_comp; i != qp->req.sq_next + 1; i++) {
 		struct urxe_send_wqe *wqe = urxe_wq_slot(&qp->sq, i);
 
 		if (i == atomic_load(&qp->sq.prod))
@@ -507,8 +510,8 @@ void urxe_req_rewind(struct urxe_eqp *qp, uint32_t psn)
 		if (wqe->opcode == IBV_WR_RDMA_READ)
 			wqe->sent = wqe->rcvd;
 		wqe->state = URXE_WQE_SENDING;
-		qp->sq_next = i;
-		qp->psn = wqe->opcode == IBV_WR_RDMA_READ ?
+		qp->req.sq_next = i;
+		qp->req.psn = wqe->opcode == IBV_WR_RDMA_READ ?
 			  urxe_psn_add(wqe->first_psn, wqe->rcvd / mtu) : psn;
 		/* Later WQEs go again from the start, with the same PSNs. */
 		for (i++; i != atomic_load(&qp->sq.prod); i++) {

@@ -5,7 +5,8 @@
  * answers READs and atomics (keeping what it answered for replay), and
  * acknowledges.  Duplicates are re-acknowledged or replayed, never
  * executed twice; an out-of-sequence request earns one PSN-sequence NAK.
- * Receive WQEs come from the QP's own receive queue or from its SRQ.
+ * Receive WQEs come from the QP's own receive queue or from its SRQ
+ * (resp_recv.c, with the completions of receives and UD's receives).
  *
  * An XRC TGT QP (IBV_QPT_XRC_RECV, IBA annex A14) is this RC responder
  * with nothing of its own to deliver into: each request's XRCETH names an
@@ -23,6 +24,7 @@
 #include <urxe/wire.h>
 
 #include "engine_int.h"
+#include "resp_int.h"
 
 /* ---- sending ACKs, NAKs and responses ---- */
 
@@ -43,7 +45,7 @@ static void send_aeth(struct urxe_eqp *qp, uint32_t psn, uint8_t syndrome)
 	const struct urxe_opinfo *oi = urxe_opinfo(bth.opcode);
 	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
 
-	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH], syndrome, qp->msn);
+	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH], syndrome, qp->resp.msn);
 	urxe_qp_path(qp, &path);
 	urxe_tx_commit(qp->eng, &path, oi, 0);
 }
@@ -51,17 +53,18 @@ static void send_aeth(struct urxe_eqp *qp, uint32_t psn, uint8_t syndrome)
 /* The coalesced ACK of everything up to epsn - 1. */
 void urxe_resp_send_ack(struct urxe_eqp *qp)
 {
-	qp->ack_pending = false;
+	qp->resp.ack_pending = false;
 	if (qp->attr.state == IBV_QPS_ERR || qp->attr.state == IBV_QPS_RESET)
 		return;
-	send_aeth(qp, qp->ack_psn, URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID);
+	send_aeth(qp, qp->resp.ack_psn,
+		  URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID);
 }
 
 static void schedule_ack(struct urxe_eqp *qp, uint32_t psn)
 {
-	qp->ack_psn = psn;
-	if (!qp->ack_pending) {
-		qp->ack_pending = true;
+	qp->resp.ack_psn = psn;
+	if (!qp->resp.ack_pending) {
+		qp->resp.ack_pending = true;
 		urxe_qp_schedule(qp);
 	}
 }
@@ -112,7 +115,7 @@ static void send_read_resp(struct urxe_eqp *qp, const struct urxe_rd_res *res,
 		if (oi->hdrs & URXE_HDR_BIT(URXE_HDR_AETH))
 			urxe_aeth_put(buf + oi->off[URXE_HDR_AETH],
 				      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID,
-				      qp->msn);
+				      qp->resp.msn);
 		if (n)
 			memcpy(buf + oi->hdr_len, src + off, n);
 		urxe_tx_commit(qp->eng, &path, oi, n);
@@ -134,141 +137,10 @@ static void send_atomic_ack(struct urxe_eqp *qp, const struct urxe_rd_res *res)
 	uint8_t *buf = urxe_tx_begin(qp->eng, &bth);
 
 	urxe_aeth_put(buf + oi->off[URXE_HDR_AETH],
-		      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID, qp->msn);
+		      URXE_AETH_ACK | URXE_AETH_CREDIT_INVALID, qp->resp.msn);
 	urxe_put64(buf + oi->off[URXE_HDR_ATMACK], res->orig);
 	urxe_qp_path(qp, &path);
 	urxe_tx_commit(qp->eng, &path, oi, 0);
-}
-
-/* ---- receive completions ---- */
-
-static void push_recv_cqe(struct urxe_eqp *qp, struct ibv_wc *wc, bool se)
-{
-	wc->qp_num = qp->qpn;
-	urxe_cq_push(qp->rcq, wc, se);
-	qp->eng->cqes++;
-}
-
-static struct urxe_recv_wqe *rq_head(struct urxe_eqp *qp)
-{
-	uint32_t cons = atomic_load_explicit(&qp->rq.cons, memory_order_relaxed);
-
-	if (cons == atomic_load_explicit(&qp->rq.prod, memory_order_acquire))
-		return NULL;
-	return urxe_wq_slot(&qp->rq, cons);
-}
-
-/*
- * Takes the oldest WQE of the QP's SRQ into the QP: other QPs share the
- * ring, so a message holds its own copy from its first packet on.  The
- * slot is released only after the copy (release store of cons).  Taking
- * one may fire the armed limit (SRQ Limit Reached: fewer WQEs posted than
- * the limit), which then disarms.
- */
-static bool srq_take(struct urxe_eqp *qp)
-{
-	struct urxe_esrq *srq = qp->srq;
-	struct urxe_wq *q = &srq->rq;
-	uint32_t cons = atomic_load_explicit(&q->cons, memory_order_relaxed);
-	uint32_t prod = atomic_load_explicit(&q->prod, memory_order_acquire);
-	const struct urxe_recv_wqe *w;
-	uint32_t lim;
-
-	if (cons == prod)
-		return false;
-	w = urxe_wq_slot(q, cons);
-	memcpy(qp->srq_wqe, w, sizeof(*w) + w->num_sge * sizeof(w->sge[0]));
-	atomic_store_explicit(&q->cons, cons + 1, memory_order_release);
-	qp->srq_held = true;
-	/* What is left now, posts made meanwhile included. */
-	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
-	lim = atomic_load_explicit(&srq->limit, memory_order_relaxed);
-	if (lim && prod - (cons + 1) < lim &&
-	    atomic_compare_exchange_strong(&srq->limit, &lim, 0) &&
-	    srq->limit_reached)
-		srq->limit_reached(srq);
-	return true;
-}
-
-/*
- * The receive WQE of the message in progress, or of the next one: the
- * head of the receive queue, or the WQE held from the SRQ (taking one if
- * none is held).  NULL: no receive posted (RNR).
- */
-static struct urxe_recv_wqe *rq_head_or_srq(struct urxe_eqp *qp)
-{
-	if (!qp->srq)
-		return rq_head(qp);
-	if (!qp->srq_held && !srq_take(qp))
-		return NULL;
-	return qp->srq_wqe;
-}
-
-/* The receive WQE is completed: its slot (or the QP's hold) is free. */
-static void rq_pop(struct urxe_eqp *qp)
-{
-	if (qp->srq) {
-		qp->srq_held = false;
-		return;
-	}
-	atomic_store_explicit(&qp->rq.cons, atomic_load(&qp->rq.cons) + 1,
-			      memory_order_release);
-}
-
-/* Receive WQEs' keys belong to the SRQ's PD when there is one. */
-static uint32_t recv_pd(const struct urxe_eqp *qp)
-{
-	return qp->srq ? qp->srq->pd : qp->pd;
-}
-
-/*
- * What a RoCE UD receive reports in wc.sl: the network header type of the
- * packet, as mlx5 reports it (2 for IPv4, 1 for IPv6), since RoCEv2 carries
- * no service level.  Consumers read it to know where the destination
- * address sits in the 40 bytes in front of the data: UCX's UD transport
- * drops every datagram whose address it cannot find there.
- */
-enum {
-	UD_L3_IPV6 = 1,
-	UD_L3_IPV4 = 2,
-};
-
-static void complete_recv_sl(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
-			     enum ibv_wc_status status, enum ibv_wc_opcode op,
-			     uint32_t len, const struct urxe_bth *bth,
-			     const struct urxe_opinfo *oi, const uint8_t *pkt,
-			     uint8_t sl)
-{
-	struct ibv_wc wc;
-
-	memset(&wc, 0, sizeof(wc));
-	wc.sl = sl;
-	wc.wr_id = rwqe->wr_id;
-	wc.status = status;
-	wc.opcode = op;
-	wc.byte_len = len;
-	if (oi && (oi->flags & URXE_F_IMM)) {
-		wc.wc_flags |= IBV_WC_WITH_IMM;
-		memcpy(&wc.imm_data, pkt + oi->off[URXE_HDR_IMMDT], 4);
-	}
-	if (oi && (oi->flags & URXE_F_INV)) {
-		wc.wc_flags |= IBV_WC_WITH_INV;
-		wc.invalidated_rkey = urxe_get32(pkt + oi->off[URXE_HDR_IETH]);
-	}
-	if (qp->type == IBV_QPT_UD && pkt && oi) {
-		wc.src_qp = urxe_get24(pkt + oi->off[URXE_HDR_DETH] + 5);
-		wc.wc_flags |= IBV_WC_GRH;
-	}
-	rq_pop(qp);
-	push_recv_cqe(qp, &wc, bth && bth->se);
-}
-
-static void complete_recv(struct urxe_eqp *qp, struct urxe_recv_wqe *rwqe,
-			  enum ibv_wc_status status, enum ibv_wc_opcode op,
-			  uint32_t len, const struct urxe_bth *bth,
-			  const struct urxe_opinfo *oi, const uint8_t *pkt)
-{
-	complete_recv_sl(qp, rwqe, status, op, len, bth, oi, pkt, 0);
 }
 
 /* ---- XRC targets (IBA annex A14) ---- */
@@ -299,7 +171,7 @@ static enum xrc_where xrc_target(const struct urxe_eqp *qp,
 /* A message under way: a receive WQE held, a SEND or WRITE half placed. */
 static bool msg_in_progress(const struct urxe_eqp *qp)
 {
-	return qp->rq_active || qp->srq_held || qp->wr_mem != NULL;
+	return qp->resp.rq_active || qp->srq_held || qp->resp.wr_mem != NULL;
 }
 
 static void xrc_unbind(struct urxe_eqp *qp)
@@ -328,7 +200,7 @@ static enum urxe_verdict xrc_bind(struct urxe_eqp *qp,
 		return URXE_V_NAK_INV;
 	/* Room for the largest WQE of any XRC SRQ (urxe_engine_xsrq_add). */
 	if (!qp->srq_wqe) {
-		qp->srq_wqe = malloc(qp->eng->xsrq_stride);
+		qp->srq_wqe = malloc(qp->eng->qpt.xsrq_stride);
 		if (!qp->srq_wqe)
 			return URXE_V_RNR;	/* not ready: RNR NAK */
 	}
@@ -343,14 +215,14 @@ void urxe_resp_xrc_release(struct urxe_eqp *qp)
 	if (!qp->srq)
 		return;
 	if (qp->srq_held)
-		complete_recv(qp, qp->srq_wqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV,
-			      0, NULL, NULL, NULL);
-	qp->rq_active = false;
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
+		urxe_recv_complete(qp, qp->srq_wqe, IBV_WC_WR_FLUSH_ERR,
+				   IBV_WC_RECV, 0, NULL, NULL, NULL);
+	qp->resp.rq_active = false;
+	if (qp->resp.wr_mem) {
+		urxe_mem_put(qp->resp.wr_mem);
+		qp->resp.wr_mem = NULL;
 	}
-	qp->wr_resid = 0;
+	qp->resp.wr_resid = 0;
 	xrc_unbind(qp);
 }
 
@@ -363,45 +235,46 @@ static enum urxe_verdict handle_send(struct urxe_eqp *qp, const struct urxe_bth 
 	struct urxe_recv_wqe *rwqe;
 
 	if (oi->flags & URXE_F_FIRST) {
-		rwqe = rq_head_or_srq(qp);
+		rwqe = urxe_recv_head(qp);
 		if (!rwqe)
 			return URXE_V_RNR;	/* receiver not ready */
-		qp->rq_active = true;
-		qp->rq_off = 0;
-	} else if (!qp->rq_active) {
+		qp->resp.rq_active = true;
+		qp->resp.rq_off = 0;
+	} else if (!qp->resp.rq_active) {
 		return URXE_V_NAK_INV;		/* a middle with no first */
 	}
-	rwqe = rq_head_or_srq(qp);
-	if (qp->rq_off + paylen > rwqe->length) {
-		complete_recv(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0,
-			      bth, NULL, NULL);
-		qp->rq_active = false;
+	rwqe = urxe_recv_head(qp);
+	if (qp->resp.rq_off + paylen > rwqe->length) {
+		urxe_recv_complete(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0,
+				   bth, NULL, NULL);
+		qp->resp.rq_active = false;
 		return URXE_V_NAK_LEN;
 	}
-	if (urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge,
-			     qp->rq_off, pkt + oi->hdr_len, paylen)) {
+	if (urxe_sge_copy_in(qp->eng, urxe_recv_pd(qp), rwqe->sge,
+			     rwqe->num_sge, qp->resp.rq_off, pkt + oi->hdr_len,
+			     paylen)) {
 		/* IBA 9.7.5.2.4: our local failure is the requester's
 		 * remote operational error. */
-		complete_recv(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0,
-			      bth, NULL, NULL);
-		qp->rq_active = false;
+		urxe_recv_complete(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV,
+				   0, bth, NULL, NULL);
+		qp->resp.rq_active = false;
 		return URXE_V_NAK_OP;
 	}
-	qp->rq_off += paylen;
+	qp->resp.rq_off += paylen;
 	if ((oi->flags & URXE_F_LAST) && (oi->flags & URXE_F_INV) &&
 	    urxe_mw_invalidate(qp, urxe_get32(pkt + oi->off[URXE_HDR_IETH])) ==
 	    -EINVAL) {
 		/* IBA class J: a window that cannot be invalidated (kernel
 		 * rxe: IBV_WC_REM_INV_REQ_ERR on the receive). */
-		complete_recv(qp, rwqe, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0,
-			      bth, NULL, NULL);
-		qp->rq_active = false;
+		urxe_recv_complete(qp, rwqe, IBV_WC_REM_INV_REQ_ERR,
+				   IBV_WC_RECV, 0, bth, NULL, NULL);
+		qp->resp.rq_active = false;
 		return URXE_V_NAK_INV;
 	}
 	if (oi->flags & URXE_F_LAST) {
-		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, qp->rq_off,
-			      bth, oi, pkt);
-		qp->rq_active = false;
+		urxe_recv_complete(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV,
+				   qp->resp.rq_off, bth, oi, pkt);
+		qp->resp.rq_active = false;
 	}
 	return URXE_V_OK;
 }
@@ -418,7 +291,7 @@ static enum urxe_verdict handle_write(struct urxe_eqp *qp, const struct urxe_bth
 	 * the RNR retry finds the WRITE as it was (an SRQ's is taken now:
 	 * another QP could take it meanwhile).
 	 */
-	if ((oi->flags & URXE_F_IMM) && !rq_head_or_srq(qp))
+	if ((oi->flags & URXE_F_IMM) && !urxe_recv_head(qp))
 		return URXE_V_RNR;
 	if (oi->flags & URXE_F_FIRST) {
 		struct urxe_reth r;
@@ -426,52 +299,54 @@ static enum urxe_verdict handle_write(struct urxe_eqp *qp, const struct urxe_bth
 
 		urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
 		/* A WRITE cut short by a new one: its target's reference goes. */
-		if (qp->wr_mem) {
-			urxe_mem_put(qp->wr_mem);
-			qp->wr_mem = NULL;
+		if (qp->resp.wr_mem) {
+			urxe_mem_put(qp->resp.wr_mem);
+			qp->resp.wr_mem = NULL;
 		}
 		if (!(qp->attr.access & IBV_ACCESS_REMOTE_WRITE))
 			return URXE_V_NAK_ACCESS;
 		if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 					     IBV_ACCESS_REMOTE_WRITE,
-					     &qp->wr_mem, &dst))
+					     &qp->resp.wr_mem, &dst))
 			return URXE_V_NAK_ACCESS;
 		if (!r.len)
-			qp->wr_mem = NULL;
-		qp->wr_va = (uint64_t)(uintptr_t)(r.len ? dst : NULL);
-		qp->wr_resid = r.len;
-		qp->rq_off = r.len;		/* byte_len of WRITE_WITH_IMM */
-	} else if (!qp->wr_mem && qp->wr_resid) {
+			qp->resp.wr_mem = NULL;
+		qp->resp.wr_va = (uint64_t)(uintptr_t)(r.len ? dst : NULL);
+		qp->resp.wr_resid = r.len;
+		qp->resp.rq_off = r.len;		/* byte_len of WRITE_WITH_IMM */
+	} else if (!qp->resp.wr_mem && qp->resp.wr_resid) {
 		return URXE_V_NAK_INV;
 	}
-	if (paylen > qp->wr_resid || ((oi->flags & URXE_F_LAST) &&
-				      paylen != qp->wr_resid))
+	if (paylen > qp->resp.wr_resid || ((oi->flags & URXE_F_LAST) &&
+				      paylen != qp->resp.wr_resid))
 		return URXE_V_NAK_LEN;
 	if (paylen) {
-		memcpy((uint8_t *)(uintptr_t)qp->wr_va, pkt + oi->hdr_len, paylen);
-		qp->wr_va += paylen;
-		qp->wr_resid -= paylen;
+		memcpy((uint8_t *)(uintptr_t)qp->resp.wr_va, pkt + oi->hdr_len,
+		       paylen);
+		qp->resp.wr_va += paylen;
+		qp->resp.wr_resid -= paylen;
 	}
 	if (!(oi->flags & URXE_F_LAST))
 		return URXE_V_OK;
-	if (qp->wr_mem)
-		urxe_mem_put(qp->wr_mem);
-	qp->wr_mem = NULL;
+	if (qp->resp.wr_mem)
+		urxe_mem_put(qp->resp.wr_mem);
+	qp->resp.wr_mem = NULL;
 	if (oi->flags & URXE_F_IMM) {
-		rwqe = rq_head_or_srq(qp);
+		rwqe = urxe_recv_head(qp);
 		if (!rwqe)
 			return URXE_V_RNR;
-		complete_recv(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
-			      qp->rq_off, bth, oi, pkt);
+		urxe_recv_complete(qp, rwqe, IBV_WC_SUCCESS,
+				   IBV_WC_RECV_RDMA_WITH_IMM, qp->resp.rq_off, bth,
+				   oi, pkt);
 	}
 	return URXE_V_OK;
 }
 
 static struct urxe_rd_res *rd_res_new(struct urxe_eqp *qp)
 {
-	struct urxe_rd_res *res = &qp->rd_res[qp->rd_res_next];
+	struct urxe_rd_res *res = &qp->resp.rd_res[qp->resp.rd_res_next];
 
-	qp->rd_res_next = (qp->rd_res_next + 1) % qp->rd_res_n;
+	qp->resp.rd_res_next = (qp->resp.rd_res_next + 1) % qp->resp.rd_res_n;
 	memset(res, 0, sizeof(*res));
 	return res;
 }
@@ -488,7 +363,7 @@ static enum urxe_verdict handle_read(struct urxe_eqp *qp,
 	uint8_t *src;
 
 	urxe_reth_get(pkt + oi->off[URXE_HDR_RETH], &r);
-	if (!(qp->attr.access & IBV_ACCESS_REMOTE_READ) || !qp->rd_res)
+	if (!(qp->attr.access & IBV_ACCESS_REMOTE_READ) || !qp->resp.rd_res)
 		return URXE_V_NAK_ACCESS;
 	if (r.len && urxe_mem_remote(qp, r.rkey, r.va, r.len,
 				     IBV_ACCESS_REMOTE_READ, &mem, &src))
@@ -502,9 +377,9 @@ static enum urxe_verdict handle_read(struct urxe_eqp *qp,
 	res->length = r.len;
 	res->first_psn = bth->psn;
 	res->last_psn = urxe_psn_add(bth->psn, r.len ? (r.len + mtu - 1) / mtu - 1 : 0);
-	qp->msn++;
+	qp->resp.msn++;
 	send_read_resp(qp, res, bth->psn);
-	qp->epsn = urxe_psn_add(res->last_psn, 1);
+	qp->resp.epsn = urxe_psn_add(res->last_psn, 1);
 	return URXE_V_OK;
 }
 
@@ -520,7 +395,7 @@ static enum urxe_verdict handle_atomic(struct urxe_eqp *qp,
 	uint8_t *p;
 
 	urxe_atmeth_get(pkt + oi->off[URXE_HDR_ATMETH], &a);
-	if (!(qp->attr.access & IBV_ACCESS_REMOTE_ATOMIC) || !qp->rd_res)
+	if (!(qp->attr.access & IBV_ACCESS_REMOTE_ATOMIC) || !qp->resp.rd_res)
 		return URXE_V_NAK_ACCESS;
 	if (a.va & 7)
 		return URXE_V_NAK_INV;	/* IBA 9.4.5: misaligned is invalid */
@@ -547,9 +422,9 @@ static enum urxe_verdict handle_atomic(struct urxe_eqp *qp,
 	res->atomic = true;
 	res->first_psn = res->last_psn = bth->psn;
 	res->orig = orig;
-	qp->msn++;
+	qp->resp.msn++;
 	send_atomic_ack(qp, res);
-	qp->epsn = urxe_psn_add(bth->psn, 1);
+	qp->resp.epsn = urxe_psn_add(bth->psn, 1);
 	return URXE_V_OK;
 }
 
@@ -584,11 +459,12 @@ static void handle_duplicate(struct urxe_eqp *qp, const struct urxe_bth *bth,
 
 	if (!(oi->flags & (URXE_F_READ | URXE_F_ATOMIC))) {
 		if (bth->ackreq)
-			schedule_ack(qp, urxe_psn_add(qp->epsn, URXE_PSN_MASK));
+			schedule_ack(qp, urxe_psn_add(qp->resp.epsn,
+						      URXE_PSN_MASK));
 		return;
 	}
-	for (i = 0; i < qp->rd_res_n; i++) {
-		struct urxe_rd_res *res = &qp->rd_res[i];
+	for (i = 0; i < qp->resp.rd_res_n; i++) {
+		struct urxe_rd_res *res = &qp->resp.rd_res[i];
 
 		if (!res->valid || urxe_psn_before(bth->psn, res->first_psn) ||
 		    urxe_psn_before(res->last_psn, bth->psn))
@@ -630,93 +506,20 @@ static void request_failed(struct urxe_eqp *qp, const struct urxe_bth *bth,
 static bool uc_sequence(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			const struct urxe_opinfo *oi)
 {
-	if (bth->psn == qp->epsn)
+	if (bth->psn == qp->resp.epsn)
 		return true;
-	if (qp->rq_active) {
-		qp->rq_active = false;		/* the receive WQE is reused */
+	if (qp->resp.rq_active) {
+		qp->resp.rq_active = false;		/* the receive WQE is reused */
 	}
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
+	if (qp->resp.wr_mem) {
+		urxe_mem_put(qp->resp.wr_mem);
+		qp->resp.wr_mem = NULL;
 	}
-	qp->wr_resid = 0;
+	qp->resp.wr_resid = 0;
 	if (!(oi->flags & URXE_F_FIRST))
 		return false;
-	qp->epsn = bth->psn;
+	qp->resp.epsn = bth->psn;
 	return true;
-}
-
-/*
- * The 40 bytes in front of every UD receive: for IPv4, 20 zero bytes and
- * the IPv4 header (with a valid checksum: applications check it); for
- * IPv6, the IPv6 header.  Built from what the socket told us; returns the
- * network header type wc.sl reports.
- */
-static uint8_t ud_grh(uint8_t *grh, const struct urxe_rx_meta *meta,
-		      uint32_t paylen)
-{
-	static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
-	uint32_t roce = URXE_BTH_LEN + URXE_DETH_LEN + paylen + URXE_ICRC_LEN;
-	uint32_t sum = 0;
-	int i;
-
-	memset(grh, 0, 40);
-	if (!memcmp(meta->sgid.raw, v4_prefix, 12)) {
-		uint8_t *ip = grh + 20;
-
-		ip[0] = 0x45;
-		ip[1] = meta->tos;
-		urxe_put16(ip + 2, (uint16_t)(20 + 8 + roce));
-		ip[6] = 0x40;			/* DF */
-		ip[8] = meta->ttl;
-		ip[9] = 17;
-		memcpy(ip + 12, meta->sgid.raw + 12, 4);
-		memcpy(ip + 16, meta->dgid.raw + 12, 4);
-		for (i = 0; i < 20; i += 2)
-			sum += urxe_get16(ip + i);
-		while (sum >> 16)
-			sum = (sum & 0xffff) + (sum >> 16);
-		urxe_put16(ip + 10, (uint16_t)~sum);
-		return UD_L3_IPV4;
-	}
-	urxe_put32(grh, 6u << 28 | (uint32_t)meta->tos << 20);
-	urxe_put16(grh + 4, (uint16_t)(8 + roce));
-	grh[6] = 17;
-	grh[7] = meta->ttl;
-	memcpy(grh + 8, meta->sgid.raw, 16);
-	memcpy(grh + 24, meta->dgid.raw, 16);
-	return UD_L3_IPV6;
-}
-
-static void ud_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
-		     const struct urxe_opinfo *oi, const uint8_t *pkt,
-		     uint32_t paylen, const struct urxe_rx_meta *meta)
-{
-	uint8_t grh[40], l3;
-	struct urxe_recv_wqe *rwqe;
-	uint32_t qkey = urxe_get32(pkt + oi->off[URXE_HDR_DETH]);
-
-	if (qkey != qp->attr.qkey)
-		return;				/* IBA 10.2.5: Q_Key violation */
-	rwqe = rq_head_or_srq(qp);
-	if (!rwqe)
-		return;				/* UD drops when not ready */
-	if (paylen + sizeof(grh) > rwqe->length) {
-		complete_recv(qp, rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, bth,
-			      NULL, NULL);
-		return;
-	}
-	l3 = ud_grh(grh, meta, paylen);
-	if (urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge, 0,
-			     grh, sizeof(grh)) ||
-	    urxe_sge_copy_in(qp->eng, recv_pd(qp), rwqe->sge, rwqe->num_sge,
-			     sizeof(grh), pkt + oi->hdr_len, paylen)) {
-		complete_recv(qp, rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, bth,
-			      NULL, NULL);
-		return;
-	}
-	complete_recv_sl(qp, rwqe, IBV_WC_SUCCESS, IBV_WC_RECV,
-			 paylen + (uint32_t)sizeof(grh), bth, oi, pkt, l3);
 }
 
 /*
@@ -742,12 +545,12 @@ static bool uc_droppable(const struct urxe_opinfo *oi, enum urxe_verdict v)
 static void uc_drop_message(struct urxe_eqp *qp, const struct urxe_bth *bth,
 			    enum urxe_verdict v)
 {
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
+	if (qp->resp.wr_mem) {
+		urxe_mem_put(qp->resp.wr_mem);
+		qp->resp.wr_mem = NULL;
 	}
-	qp->wr_resid = 0;
-	qp->rq_active = false;
+	qp->resp.wr_resid = 0;
+	qp->resp.rq_active = false;
 	urxe_dbg("QP 0x%06x: UC request PSN %u refused (%s): message dropped",
 		 qp->qpn, bth->psn, urxe_verdicts[v].name);
 }
@@ -780,8 +583,8 @@ static void execute(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	if (oi->flags & (URXE_F_READ | URXE_F_ATOMIC))
 		return;		/* epsn and msn moved; the response acknowledges */
 	if (oi->flags & URXE_F_LAST)
-		qp->msn++;
-	qp->epsn = urxe_psn_add(bth->psn, 1);
+		qp->resp.msn++;
+	qp->resp.epsn = urxe_psn_add(bth->psn, 1);
 	if (urxe_qp_reliable(qp) && bth->ackreq)
 		schedule_ack(qp, bth->psn);
 }
@@ -826,26 +629,26 @@ static void resp_input_one(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	    qp->attr.state == IBV_QPS_ERR)
 		return;
 	if (qp->type == IBV_QPT_UD) {
-		ud_input(qp, bth, oi, pkt, paylen, meta);
+		urxe_resp_ud_input(qp, bth, oi, pkt, paylen, meta);
 		return;
 	}
 	if (qp->type == IBV_QPT_UC) {
 		if (!uc_sequence(qp, bth, oi))
 			return;
-	} else if (bth->psn != qp->epsn) {
+	} else if (bth->psn != qp->resp.epsn) {
 		/* One sequence NAK, until a request at ePSN comes. */
-		v = urxe_psn_before(bth->psn, qp->epsn) ? URXE_V_DUP
+		v = urxe_psn_before(bth->psn, qp->resp.epsn) ? URXE_V_DUP
 							: URXE_V_NAK_SEQ;
 		resp_count(qp, v);
 		if (v == URXE_V_DUP) {
 			handle_duplicate(qp, bth, oi, pkt);
-		} else if (!qp->nak_seq_sent) {
-			qp->nak_seq_sent = true;
-			send_nak(qp, qp->epsn, v);
+		} else if (!qp->resp.nak_seq_sent) {
+			qp->resp.nak_seq_sent = true;
+			send_nak(qp, qp->resp.epsn, v);
 		}
 		return;
 	}
-	qp->nak_seq_sent = false;
+	qp->resp.nak_seq_sent = false;
 	if (qp->type != IBV_QPT_XRC_RECV) {
 		execute(qp, bth, oi, pkt, paylen);
 		return;
@@ -873,43 +676,4 @@ void urxe_resp_input(struct urxe_eqp *qp, const struct urxe_bth *bth,
 	urxe_tgt_begin(qp);
 	resp_input_one(qp, bth, oi, pkt, paylen, meta);
 	urxe_tgt_end(qp);
-}
-
-void urxe_resp_flush(struct urxe_eqp *qp)
-{
-	struct urxe_recv_wqe *rwqe;
-
-	if (qp->wr_mem) {
-		urxe_mem_put(qp->wr_mem);
-		qp->wr_mem = NULL;
-	}
-	qp->rq_active = false;
-	qp->ack_pending = false;
-	if (qp->type == IBV_QPT_XRC_RECV) {
-		/*
-		 * A TGT QP has no receive queue: only the WQE it took goes
-		 * (to its SRQ's CQ).  No Last WQE Reached: it is attached to
-		 * no SRQ, it visits them.
-		 */
-		urxe_resp_xrc_release(qp);
-		return;
-	}
-	if (qp->srq) {
-		/*
-		 * The SRQ's WQEs are the other QPs' too: only the one this QP
-		 * took is flushed.  IBA 10.3.1 (Last WQE Reached): an SRQ QP in
-		 * error reports that it will consume no more.
-		 */
-		if (qp->srq_held)
-			complete_recv(qp, qp->srq_wqe, IBV_WC_WR_FLUSH_ERR,
-				      IBV_WC_RECV, 0, NULL, NULL, NULL);
-		if (qp->fatal)
-			qp->fatal(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
-		return;
-	}
-	if (!qp->rq.buf)
-		return;
-	while ((rwqe = rq_head(qp)))
-		complete_recv(qp, rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL,
-			      NULL, NULL);
 }

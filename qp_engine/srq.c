@@ -89,8 +89,8 @@ static int tgt_bufs_grow(struct urxe_engine *eng, uint32_t stride)
 {
 	uint32_t i;
 
-	for (i = 0; i < eng->nlive; i++) {
-		struct urxe_eqp *qp = eng->live[i];
+	for (i = 0; i < eng->qpt.nlive; i++) {
+		struct urxe_eqp *qp = eng->qpt.live[i];
 		void *p;
 
 		if (qp->type != IBV_QPT_XRC_RECV || !qp->srq_wqe)
@@ -110,30 +110,30 @@ int urxe_engine_xsrq_add(struct urxe_engine *eng, struct urxe_esrq *srq)
 	if (!srq->cq || !srq->rq.stride)
 		return -EINVAL;
 	pthread_mutex_lock(&eng->lock);
-	pthread_mutex_lock(&eng->qp_lock);
-	if (!eng->xsrqs) {
-		eng->xsrqs = calloc(URXE_QP_SLOTS, sizeof(*eng->xsrqs));
-		if (!eng->xsrqs) {
+	pthread_mutex_lock(&eng->qpt.qp_lock);
+	if (!eng->qpt.xsrqs) {
+		eng->qpt.xsrqs = calloc(URXE_QP_SLOTS, sizeof(*eng->qpt.xsrqs));
+		if (!eng->qpt.xsrqs) {
 			rc = -ENOMEM;
 			goto out;
 		}
 	}
 	/* A TGT QP copies the WQE it takes: its buffer holds any. */
-	if (srq->rq.stride > eng->xsrq_stride) {
+	if (srq->rq.stride > eng->qpt.xsrq_stride) {
 		rc = tgt_bufs_grow(eng, srq->rq.stride);
 		if (rc)
 			goto out;
-		eng->xsrq_stride = srq->rq.stride;
+		eng->qpt.xsrq_stride = srq->rq.stride;
 	}
 	rc = urxe_index_alloc(eng);
 	if (rc < 0)
 		goto out;
 	srq->eng = eng;
 	srq->srqn = eng->slot << URXE_QPN_INDEX_BITS | (uint32_t)rc;
-	eng->xsrqs[rc] = srq;
+	eng->qpt.xsrqs[rc] = srq;
 	rc = 0;
 out:
-	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_unlock(&eng->qpt.qp_lock);
 	pthread_mutex_unlock(&eng->lock);
 	return rc;
 }
@@ -148,13 +148,13 @@ void urxe_engine_xsrq_remove(struct urxe_engine *eng, struct urxe_esrq *srq)
 	uint32_t idx = srq->srqn & (URXE_QP_SLOTS - 1), i;
 
 	pthread_mutex_lock(&eng->lock);
-	pthread_mutex_lock(&eng->qp_lock);
-	if (eng->xsrqs && eng->xsrqs[idx] == srq)
-		eng->xsrqs[idx] = NULL;
-	pthread_mutex_unlock(&eng->qp_lock);
+	pthread_mutex_lock(&eng->qpt.qp_lock);
+	if (eng->qpt.xsrqs && eng->qpt.xsrqs[idx] == srq)
+		eng->qpt.xsrqs[idx] = NULL;
+	pthread_mutex_unlock(&eng->qpt.qp_lock);
 	/* (live changes under both locks: the progress lock suffices) */
-	for (i = 0; i < eng->nlive; i++) {
-		struct urxe_eqp *qp = eng->live[i];
+	for (i = 0; i < eng->qpt.nlive; i++) {
+		struct urxe_eqp *qp = eng->qpt.live[i];
 
 		if (qp->type == IBV_QPT_XRC_RECV && qp->srq == srq)
 			urxe_resp_xrc_release(qp);
@@ -165,7 +165,7 @@ void urxe_engine_xsrq_remove(struct urxe_engine *eng, struct urxe_esrq *srq)
 struct urxe_esrq *urxe_engine_xsrq_lookup(struct urxe_engine *eng,
 					  uint32_t srqn)
 {
-	if (srqn >> URXE_QPN_INDEX_BITS != eng->slot || !eng->xsrqs)
+	if (srqn >> URXE_QPN_INDEX_BITS != eng->slot || !eng->qpt.xsrqs)
 		return NULL;
-	return eng->xsrqs[srqn & (URXE_QP_SLOTS - 1)];
+	return eng->qpt.xsrqs[srqn & (URXE_QP_SLOTS - 1)];
 }

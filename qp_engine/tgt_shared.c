@@ -18,6 +18,14 @@ static bool foreign(const struct urxe_eqp *qp)
 	return qp->qpn >> URXE_QPN_INDEX_BITS != qp->eng->slot;
 }
 
+void urxe_engine_tgt_seed(const struct urxe_eqp *qp,
+			  struct urxe_tgt_shared *st)
+{
+	st->attr = qp->attr;
+	st->epsn = qp->resp.epsn;
+	st->msn = qp->resp.msn;
+}
+
 void urxe_tgt_begin(struct urxe_eqp *qp)
 {
 	struct urxe_tgt_shared *st = qp->shared;
@@ -37,27 +45,28 @@ void urxe_tgt_begin(struct urxe_eqp *qp)
 	/* A view answers from its own address (our socket sends it). */
 	if (foreign(qp))
 		qp->attr.sgid = sgid;
-	qp->epsn = st->epsn;
-	qp->msn = st->msn;
-	qp->nak_seq_sent = st->nak_seq_sent;
+	qp->resp.epsn = st->epsn;
+	qp->resp.msn = st->msn;
+	qp->resp.nak_seq_sent = st->nak_seq_sent;
 	n = st->attr.max_dest_rd_atomic ? st->attr.max_dest_rd_atomic : 1;
 	if (n > URXE_TGT_RD_RES)
 		n = URXE_TGT_RD_RES;
-	if (!qp->rd_res || qp->rd_res_n != n) {
-		struct urxe_rd_res *r = realloc(qp->rd_res, n * sizeof(*r));
+	if (!qp->resp.rd_res || qp->resp.rd_res_n != n) {
+		struct urxe_rd_res *r = realloc(qp->resp.rd_res,
+						n * sizeof(*r));
 
 		if (!r) {
 			/* No room to answer READs now: they are refused. */
-			free(qp->rd_res);
-			qp->rd_res = NULL;
-			qp->rd_res_n = 0;
+			free(qp->resp.rd_res);
+			qp->resp.rd_res = NULL;
+			qp->resp.rd_res_n = 0;
 			return;
 		}
-		qp->rd_res = r;
-		qp->rd_res_n = n;
+		qp->resp.rd_res = r;
+		qp->resp.rd_res_n = n;
 	}
-	memcpy(qp->rd_res, st->rd_res, n * sizeof(*qp->rd_res));
-	qp->rd_res_next = st->rd_res_next % n;
+	memcpy(qp->resp.rd_res, st->rd_res, n * sizeof(*qp->resp.rd_res));
+	qp->resp.rd_res_next = st->rd_res_next % n;
 }
 
 void urxe_tgt_end(struct urxe_eqp *qp)
@@ -72,16 +81,17 @@ void urxe_tgt_end(struct urxe_eqp *qp)
 	/* Only the host's own address is the QP's. */
 	if (foreign(qp))
 		st->attr.sgid = sgid;
-	st->epsn = qp->epsn;
-	st->msn = qp->msn;
-	st->nak_seq_sent = qp->nak_seq_sent;
-	if (qp->rd_res && qp->rd_res_n) {
+	st->epsn = qp->resp.epsn;
+	st->msn = qp->resp.msn;
+	st->nak_seq_sent = qp->resp.nak_seq_sent;
+	if (qp->resp.rd_res && qp->resp.rd_res_n) {
 		/* At most URXE_TGT_RD_RES answers are kept for replay. */
-		uint32_t n = qp->rd_res_n < URXE_TGT_RD_RES ? qp->rd_res_n
+		uint32_t n = qp->resp.rd_res_n < URXE_TGT_RD_RES ? qp->resp.rd_res_n
 							    : URXE_TGT_RD_RES;
 
-		memcpy(st->rd_res, qp->rd_res, n * sizeof(*qp->rd_res));
-		st->rd_res_next = qp->rd_res_next % n;
+		memcpy(st->rd_res, qp->resp.rd_res,
+		       n * sizeof(*qp->resp.rd_res));
+		st->rd_res_next = qp->resp.rd_res_next % n;
 	}
 	st->seq++;
 	pthread_mutex_unlock(&st->lock);

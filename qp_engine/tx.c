@@ -18,9 +18,9 @@ uint8_t *urxe_tx_begin(struct urxe_engine *eng, const struct urxe_bth *bth)
 {
 	uint8_t *buf;
 
-	if (eng->ntx == URXE_TX_BATCH)
+	if (eng->txb.ntx == URXE_TX_BATCH)
 		urxe_tx_flush(eng);
-	buf = eng->tx_buf[eng->ntx];
+	buf = eng->txb.tx_buf[eng->txb.ntx];
 	urxe_bth_put(buf, bth);
 	return buf;
 }
@@ -41,8 +41,8 @@ void urxe_qp_path(const struct urxe_eqp *qp, struct urxe_tx_path *p)
 static struct urxe_pkt *pkt_start(struct urxe_engine *eng,
 				  const struct urxe_tx_path *path, uint32_t pad)
 {
-	struct urxe_pkt *pkt = &eng->tx[eng->ntx];
-	uint8_t *buf = eng->tx_buf[eng->ntx];
+	struct urxe_pkt *pkt = &eng->txb.tx[eng->txb.ntx];
+	uint8_t *buf = eng->txb.tx_buf[eng->txb.ntx];
 
 	pkt->dgid = *path->dgid;
 	pkt->sgid = *path->sgid;
@@ -56,15 +56,15 @@ static struct urxe_pkt *pkt_start(struct urxe_engine *eng,
 
 static void pkt_commit(struct urxe_engine *eng)
 {
-	eng->ntx++;
-	if (eng->acct)
-		eng->acct->cnt[URXE_CNT_SENT_PKTS]++;
+	eng->txb.ntx++;
+	if (eng->ctr.acct)
+		eng->ctr.acct->cnt[URXE_CNT_SENT_PKTS]++;
 }
 
 void urxe_tx_commit(struct urxe_engine *eng, const struct urxe_tx_path *path,
 		    const struct urxe_opinfo *oi, uint32_t paylen)
 {
-	uint8_t *buf = eng->tx_buf[eng->ntx];
+	uint8_t *buf = eng->txb.tx_buf[eng->txb.ntx];
 	uint32_t len = oi->hdr_len + paylen, pad = (4 - paylen % 4) % 4;
 	struct urxe_pkt *pkt = pkt_start(eng, path, pad);
 
@@ -85,7 +85,7 @@ void urxe_tx_commit_pieces(struct urxe_engine *eng,
 			   const struct urxe_opinfo *oi,
 			   const struct urxe_tx_piece *p, unsigned int n)
 {
-	uint8_t *buf = eng->tx_buf[eng->ntx], *tail = buf + oi->hdr_len;
+	uint8_t *buf = eng->txb.tx_buf[eng->txb.ntx], *tail = buf + oi->hdr_len;
 	uint8_t ph[68];			/* urxe_icrc_pseudo_hdr()'s room */
 	uint32_t paylen = 0, pad, len;
 	struct urxe_pkt *pkt;
@@ -111,7 +111,7 @@ void urxe_tx_commit_pieces(struct urxe_engine *eng,
 		/* sendmsg() only reads it; iovec just lacks the const. */
 		pkt->iov[1 + i].iov_base = (void *)(uintptr_t)p[i].addr;
 		pkt->iov[1 + i].iov_len = p[i].len;
-		eng->tx_mem[eng->ntx][i] = p[i].mem;
+		eng->txb.tx_mem[eng->txb.ntx][i] = p[i].mem;
 	}
 	urxe_icrc_update(&c, tail, pad);
 	urxe_icrc_store(tail + pad, urxe_icrc_end(&c));
@@ -127,26 +127,27 @@ void urxe_tx_flush(struct urxe_engine *eng)
 	unsigned int done = 0, i, k;
 	int n;
 
-	if (!eng->ntx)
+	if (!eng->txb.ntx)
 		return;		/* an idle poll's */
-	while (done < eng->ntx) {
-		n = eng->ops->xmit(eng->priv, eng->tx + done, eng->ntx - done);
+	while (done < eng->txb.ntx) {
+		n = eng->ops->xmit(eng->priv, eng->txb.tx + done,
+				   eng->txb.ntx - done);
 		if (n <= 0) {
 			/* Full socket buffers: what is lost is retransmitted. */
-			urxe_count(eng, URXE_CNT_SEND_ERR, eng->ntx - done);
+			urxe_count(eng, URXE_CNT_SEND_ERR, eng->txb.ntx - done);
 			break;
 		}
 		done += (unsigned int)n;
 	}
 	urxe_count(eng, URXE_CNT_SENT_PKTS, done);
 	/* Sent (or dropped): the memory they pointed into is free to go. */
-	for (i = 0; i < eng->ntx; i++) {
+	for (i = 0; i < eng->txb.ntx; i++) {
 		for (k = 0; k < URXE_TX_PIECES; k++) {
-			if (eng->tx_mem[i][k]) {
-				urxe_mem_put(eng->tx_mem[i][k]);
-				eng->tx_mem[i][k] = NULL;
+			if (eng->txb.tx_mem[i][k]) {
+				urxe_mem_put(eng->txb.tx_mem[i][k]);
+				eng->txb.tx_mem[i][k] = NULL;
 			}
 		}
 	}
-	eng->ntx = 0;
+	eng->txb.ntx = 0;
 }

@@ -26,16 +26,6 @@
 #define URXE_MAX_MCAST_GRP 256
 #define URXE_MAX_MCAST_QP_ATTACH 56
 #define URXE_MAX_AH 32768
-#define URXE_MAX_MSG_SZ 0x80000000u	/* 2 GiB, the IBA maximum message */
-
-/*
- * qp_post.c: posts receive WRs to @q, a QP's receive queue or an SRQ's
- * ring, under its lock; the first bad one (-EINVAL, or -ENOMEM when
- * full) stops the list and is returned in *bad.  *posted counts the
- * WRs written.
- */
-int urxe_recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
-		   struct ibv_recv_wr **bad, unsigned int *posted);
 
 /* transport.c: the engine and sockets of an instance. */
 struct urxe_dev;
@@ -146,13 +136,13 @@ void urxe_qp_tgt_close(struct urxe_qp *h);
 
 /*
  * qp_post.c, for the ibv_wr_* batches of qp_ex.c: whether the QP's state
- * takes send work; check @wr and write it into send slot @prod (send
- * queue lock held, nothing published); publish every slot before @prod.
+ * takes send work; check @wr and write it into send slot @prod (between
+ * urxe_engine_sq_begin and _end, nothing published; -ENOMEM when the
+ * queue is full).
  */
 bool urxe_qp_send_ready(struct urxe_qp *qp);
 int urxe_qp_send_fill(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 		      uint32_t prod);
-void urxe_qp_send_publish(struct urxe_qp *qp, uint32_t prod);
 /*
  * import.c: the PDs and MRs of this process that ibv_import_pd /
  * ibv_import_mr may name (pd.c and mr.c add them once built and remove

@@ -279,13 +279,14 @@ static void drop_refs(const struct ibv_qp *q)
 		atomic_fetch_sub(&to_usrq(q->srq)->users, 1);
 }
 
-int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
-		      struct ibv_pd *pd, struct ibv_xrcd *xrcd,
-		      struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
-		      struct ibv_qp **out)
+/*
+ * Before a QP is made: its attributes checked, the device alive and its
+ * sockets bound (a UD QP wants the IP header's fields with each packet).
+ */
+static int create_ready(struct urxe_dev *dev, struct ibv_context *ctx,
+			struct ibv_pd *pd, struct ibv_xrcd *xrcd,
+			const struct ibv_qp_init_attr *attr)
 {
-	struct ibv_qp_init_attr u;
-	struct urxe_qp *qp;
 	int rc;
 
 	if (!attr || !ctx)
@@ -305,6 +306,21 @@ int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
 		return rc;
 	if (attr->qp_type == IBV_QPT_UD)
 		urxe_dev_want_ip_meta(dev);
+	return 0;
+}
+
+int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
+		      struct ibv_pd *pd, struct ibv_xrcd *xrcd,
+		      struct ibv_qp_init_attr *attr, struct urxe_evpipe *async,
+		      struct ibv_qp **out)
+{
+	struct ibv_qp_init_attr u;
+	struct urxe_qp *qp;
+	int rc;
+
+	rc = create_ready(dev, ctx, pd, xrcd, attr);
+	if (rc)
+		return rc;
 	used_attr(attr, &pd, &u);
 	grant_caps(&u.cap);
 	qp = calloc(1, sizeof(*qp));

@@ -135,10 +135,9 @@ static void qpx_start(struct ibv_qp_ex *x)
 	struct urxe_qp *qp = xqp(x);
 	struct urxe_wr_batch *b = qp->wrb;
 
-	pthread_spin_lock(&qp->e.sq.lock);
+	b->start = urxe_engine_sq_begin(&qp->e);
 	b->err = 0;
 	b->open = false;
-	b->start = atomic_load_explicit(&qp->e.sq.prod, memory_order_relaxed);
 	b->prod = b->start;
 }
 
@@ -156,8 +155,8 @@ int urxe_qpx_complete(struct ibv_qp_ex *x)
 	if (!rc && posted && !urxe_qp_send_ready(qp))
 		rc = -EINVAL;
 	if (!rc && posted)
-		urxe_qp_send_publish(qp, b->prod);
-	pthread_spin_unlock(&qp->e.sq.lock);
+		urxe_engine_sq_publish(&qp->e, b->prod);
+	urxe_engine_sq_end(&qp->e);
 	if (!rc && posted)
 		urxe_engine_kick(&qp->e);
 	return rc;
@@ -168,7 +167,7 @@ static void qpx_abort(struct ibv_qp_ex *x)
 	struct urxe_qp *qp = xqp(x);
 
 	qp->wrb->open = false;
-	pthread_spin_unlock(&qp->e.sq.lock);
+	urxe_engine_sq_end(&qp->e);
 }
 
 /* ---- builders ---- */

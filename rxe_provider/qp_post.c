@@ -2,11 +2,12 @@
 /*
  * Posting work: ibv_post_send(3) and ibv_post_recv(3), reached through
  * ibv_context.ops.  Each work request is checked, then written into the
- * next free slot of the queue's ring and published with a release store
- * of the producer index, under the queue's spinlock (posters only; the
- * engine reads with acquire).  The first bad request stops the list and
- * is returned in *bad; those before it stay posted.  After the list the
- * engine is kicked: it sends at once when no one else is running it.
+ * next free slot of the send queue and published, through the engine's
+ * posting API (urxe_engine_sq_*: the ring's lock and indices are the
+ * engine's); receives go to urxe_engine_rq_post whole.  The first bad
+ * request stops the list and is returned in *bad; those before it stay
+ * posted.  After the list the engine is kicked: it sends at once when no
+ * one else is running it.
  */
 #include <errno.h>
 #include <string.h>
@@ -21,18 +22,6 @@
 static enum ibv_qp_state qp_state(struct urxe_qp *qp)
 {
 	return __atomic_load_n(&qp->e.attr.state, __ATOMIC_ACQUIRE);
-}
-
-static bool wq_full(struct urxe_wq *q, uint32_t prod)
-{
-	return prod - atomic_load_explicit(&q->cons, memory_order_acquire) >=
-	       q->max_wr;
-}
-
-/* Slot written: hands it to the engine. */
-static void wq_publish(struct urxe_wq *q, uint32_t prod)
-{
-	atomic_store_explicit(&q->prod, prod + 1, memory_order_release);
 }
 
 /* ---- send ---- */
@@ -78,16 +67,6 @@ static bool may_inline(enum ibv_wr_opcode op)
 	return op != IBV_WR_RDMA_READ && !is_atomic(op);
 }
 
-static uint64_t sge_sum(const struct ibv_sge *sg, int n)
-{
-	uint64_t sum = 0;
-	int i;
-
-	for (i = 0; i < n; i++)
-		sum += sg[i].length;
-	return sum;
-}
-
 /*
  * A bind names a window of this context, and a region unless it unbinds
  * (length 0); it carries no data (rdma-core's rxe checks the same).  The
@@ -115,7 +94,7 @@ static int check_send_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return -EINVAL;
-	*len = sge_sum(wr->sg_list, wr->num_sge);
+	*len = urxe_sge_len(wr->sg_list, wr->num_sge);
 	if (*len > URXE_MAX_MSG_SZ)
 		return -EINVAL;
 	/* IBA 9.4.5: one 8-byte local buffer receives the original value. */
@@ -240,29 +219,22 @@ bool urxe_qp_send_ready(struct urxe_qp *qp)
 int urxe_qp_send_fill(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 		      uint32_t prod)
 {
-	struct urxe_wq *q = &qp->e.sq;
+	struct urxe_send_wqe *w = NULL;
 	uint64_t len;
 	int rc;
 
 	rc = check_send_wr(qp, wr, &len);
-	if (!rc && wq_full(q, prod))
+	if (!rc && !(w = urxe_engine_sq_slot(&qp->e, prod)))
 		rc = -ENOMEM;
 	if (!rc)
-		fill_send(qp, urxe_wq_slot(q, prod), wr, (uint32_t)len);
+		fill_send(qp, w, wr, (uint32_t)len);
 	return rc;
-}
-
-void urxe_qp_send_publish(struct urxe_qp *qp, uint32_t prod)
-{
-	/* Release: every slot before @prod is written (wq_publish). */
-	atomic_store_explicit(&qp->e.sq.prod, prod, memory_order_release);
 }
 
 int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad)
 {
 	struct urxe_qp *qp = to_uqp(ibqp);
-	struct urxe_wq *q = &qp->e.sq;
 	unsigned int posted = 0;
 	uint32_t prod;
 	int rc = 0;
@@ -277,62 +249,22 @@ int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	pthread_spin_lock(&q->lock);
-	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
+	prod = urxe_engine_sq_begin(&qp->e);
 	for (; wr; wr = wr->next, prod++, posted++) {
 		rc = urxe_qp_send_fill(qp, wr, prod);
 		if (rc) {
 			*bad = wr;
 			break;
 		}
-		wq_publish(q, prod);
+		urxe_engine_sq_publish(&qp->e, prod + 1);
 	}
-	pthread_spin_unlock(&q->lock);
+	urxe_engine_sq_end(&qp->e);
 	if (posted)
 		urxe_engine_kick(&qp->e);
 	return rc;
 }
 
 /* ---- receive ---- */
-
-int urxe_recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
-		   struct ibv_recv_wr **bad, unsigned int *posted)
-{
-	struct urxe_recv_wqe *w;
-	uint64_t len;
-	uint32_t prod;
-	int rc = 0, i;
-
-	*posted = 0;
-	pthread_spin_lock(&q->lock);
-	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
-	for (; wr; wr = wr->next, prod++, (*posted)++) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
-		    (wr->num_sge && !wr->sg_list))
-			rc = -EINVAL;
-		else if (wq_full(q, prod))
-			rc = -ENOMEM;
-		if (rc) {
-			*bad = wr;
-			break;
-		}
-		len = sge_sum(wr->sg_list, wr->num_sge);
-		w = urxe_wq_slot(q, prod);
-		w->wr_id = wr->wr_id;
-		w->num_sge = (uint32_t)wr->num_sge;
-		/* No message exceeds 2^31 bytes: more room changes nothing. */
-		w->length = len > URXE_MAX_MSG_SZ ? URXE_MAX_MSG_SZ : (uint32_t)len;
-		for (i = 0; i < wr->num_sge; i++)
-			w->sge[i] = (struct urxe_sge){
-				.addr = wr->sg_list[i].addr,
-				.length = wr->sg_list[i].length,
-				.lkey = wr->sg_list[i].lkey,
-			};
-		wq_publish(q, prod);
-	}
-	pthread_spin_unlock(&q->lock);
-	return rc;
-}
 
 int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad)
@@ -357,7 +289,7 @@ int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	rc = urxe_recv_post(&qp->e.rq, wr, bad, &posted);
+	rc = urxe_engine_rq_post(&qp->e, wr, bad, &posted);
 	/* In ERR the engine flushes what was just posted. */
 	if (posted && s == IBV_QPS_ERR)
 		urxe_engine_kick(&qp->e);

@@ -51,9 +51,7 @@ static void tgt_share(struct urxe_qp *qp, struct urxe_xrcd *xrcd)
 		goto err;
 	}
 	/* Nobody knows the QPN yet: the state is set without the lock. */
-	st->attr = qp->e.attr;
-	st->epsn = qp->e.epsn;
-	st->msn = qp->e.msn;
+	urxe_engine_tgt_seed(&qp->e, st);
 	pthread_mutex_lock(&qp->lock);
 	qp->e.shared = st;
 	pthread_mutex_unlock(&qp->lock);
@@ -206,7 +204,7 @@ static int tgt_open_remote(struct urxe_dev *dev, uint64_t domain_id,
 	h->e.xrcd = domain_id;
 	h->e.shared = st;
 	h->e.fatal = view_fatal;
-	h->e.sport = (uint16_t)(0xc000 | ((qpn * 2654435761u) >> 18));
+	h->e.sport = urxe_engine_qp_sport(qpn);
 	if (pthread_mutex_lock(&st->lock) == EOWNERDEAD) {
 		st->broken = 1;		/* as urxe_tgt_begin() */
 		pthread_mutex_consistent(&st->lock);

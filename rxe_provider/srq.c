@@ -363,7 +363,7 @@ int urxe_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 {
 	unsigned int posted;
 
-	return urxe_recv_post(&to_usrq(ibsrq)->e.rq, wr, bad, &posted);
+	return urxe_engine_srq_post(&to_usrq(ibsrq)->e, wr, bad, &posted);
 }
 
 int urxe_srq_get_num(struct ibv_srq *ibsrq, uint32_t *srq_num)

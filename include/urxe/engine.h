@@ -58,6 +58,11 @@ struct urxe_mem {
 
 /* ---- work queues ---- */
 
+#define URXE_MAX_MSG_SZ 0x80000000u	/* 2 GiB, the IBA maximum message */
+
+/* The bytes an SGE list of @n entries covers. */
+uint64_t urxe_sge_len(const struct ibv_sge *sg, int n);
+
 struct urxe_sge {
 	uint64_t addr;
 	uint32_t length;
@@ -116,7 +121,10 @@ struct urxe_recv_wqe {
 
 /*
  * A ring of fixed-size slots.  Indices run free; slot = index & mask.
- * prod is written by the poster (under lock), read by the engine.
+ * prod is written by the poster (under lock), read by the engine; both
+ * sides are the engine's code (posting: urxe_engine_sq_*, *_post).  The
+ * provider sizes a ring (urxe_wq_init) and reads its limits, nothing
+ * more.
  */
 struct urxe_wq {
 	uint8_t *buf;
@@ -143,7 +151,7 @@ void urxe_wq_fini(struct urxe_wq *q);
 
 /*
  * A basic SRQ: one receive ring that any number of the engine's QPs
- * consume from.  Posters fill @rq under its spinlock as for a QP's own
+ * consume from.  Posters fill @rq (urxe_engine_srq_post) as a QP's own
  * receive queue; the engine consumes under the progress lock, one WQE per
  * message, which the QP then holds (urxe_eqp.srq_wqe) until it
  * completes.  The WQEs' lkeys are checked against the SRQ's PD.
@@ -299,6 +307,90 @@ struct urxe_tgt_shared {
 	struct urxe_rd_res rd_res[URXE_TGT_RD_RES];
 };
 
+/*
+ * A QP's transport state by role, as the IBA (9.7) and kernel rxe group
+ * it: the requester sends the send queue's WQEs, the completer retires
+ * them as ACKs and responses come, the responder carries out requests.
+ * Under the progress lock unless said otherwise.
+ */
+struct urxe_eqp;
+
+struct urxe_req_state {
+	uint32_t sq_next;		/* next WQE to start */
+	uint32_t psn;			/* next PSN to send */
+	uint32_t rd_outstanding;	/* READs/atomics in flight */
+	uint32_t unacked_pkts;		/* since the last AckReq */
+	uint32_t resend_end;		/* after a rewind: the PSN it left */
+	bool resending;			/* ... and it is not there yet */
+	uint32_t resp_pkts;		/* READ response packets awaited */
+	/*
+	 * The engine's budget of packets in flight is shared by its QPs as
+	 * they need it: what this QP holds of it (urxe_budget_sync), and its
+	 * place on the list of QPs waiting for room.
+	 */
+	uint32_t budget_held;
+	bool budget_waiting;
+	struct urxe_eqp *budget_next;
+	/*
+	 * Packets in flight (read without the lock by posters): their ACKs
+	 * will bring progress, so a post may leave its packets to the next
+	 * poll and its batch.
+	 */
+	atomic_bool streaming;
+	/*
+	 * UC/UD waiting for room at a destination on this host (ops->tx_wait)
+	 * until then; 0: not waiting.
+	 */
+	uint64_t flow_deadline;
+	/*
+	 * RC/UC requester: the destination GID is an address of this host
+	 * nobody owns (no process, no socket): found by the provider at the
+	 * modify to RTR or by the completer at a retry timeout, and said
+	 * once (@dst_absent_said) at the default log level; the line when
+	 * the QP then fails says so too.
+	 */
+	atomic_bool dst_absent;
+	atomic_bool dst_absent_said;
+};
+
+struct urxe_comp_state {
+	uint32_t sq_comp;		/* oldest WQE not completed */
+	uint32_t last_retired_psn;	/* last PSN of the WQE before sq_comp */
+	uint32_t acked_psn;		/* next PSN not yet acknowledged */
+	uint64_t retx_deadline;		/* 0: no transport timer armed */
+	uint64_t progress_ns;		/* last forward progress (or start) */
+	uint32_t srtt_ns;		/* smoothed round trip, 0: unknown */
+	uint32_t rto_ns;		/* backed-off fast timer, 0: base */
+	uint64_t rtt_start;		/* the sample in flight: sent at */
+	uint32_t rtt_psn;		/* ... this PSN */
+	bool rtt_active;
+	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
+	uint8_t retries_left;
+	uint8_t rnr_left;
+	/*
+	 * RC: since when retries have not been counted because the peer, on
+	 * this host, has not read what it was sent (0: not now).
+	 */
+	uint64_t stall_since;
+};
+
+struct urxe_resp_state {
+	uint32_t epsn;			/* expected PSN */
+	uint32_t msn;
+	uint32_t rq_cur;		/* receive WQE being filled (multi-packet SEND) */
+	bool rq_active;
+	uint32_t rq_off;
+	struct urxe_mem *wr_mem;	/* multi-packet WRITE target */
+	uint64_t wr_va;
+	uint32_t wr_resid;
+	struct urxe_rd_res *rd_res;	/* max_dest_rd_atomic entries */
+	uint32_t rd_res_n;
+	uint32_t rd_res_next;
+	bool ack_pending;		/* an ACK to send at the end of the batch */
+	uint32_t ack_psn;
+	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
+};
+
 struct urxe_eqp {
 	struct urxe_engine *eng;
 	uint32_t qpn;
@@ -327,57 +419,9 @@ struct urxe_eqp {
 	 */
 	uint64_t xrcd;
 	struct urxe_tgt_shared *shared;	/* TGT of a shared domain, or NULL */
-	/* requester */
-	uint32_t sq_next;		/* next WQE to start */
-	uint32_t psn;			/* next PSN to send */
-	uint32_t rd_outstanding;	/* READs/atomics in flight */
-	uint32_t unacked_pkts;		/* since the last AckReq */
-	uint32_t resend_end;		/* after a rewind: the PSN it left */
-	bool resending;			/* ... and it is not there yet */
-	uint32_t resp_pkts;		/* READ response packets awaited */
-	/*
-	 * The engine's budget of packets in flight is shared by its QPs as
-	 * they need it: what this QP holds of it (urxe_budget_sync), and its
-	 * place on the list of QPs waiting for room.
-	 */
-	uint32_t budget_held;
-	bool budget_waiting;
-	struct urxe_eqp *budget_next;
-	/*
-	 * Packets in flight (read without the lock by posters): their ACKs
-	 * will bring progress, so a post may leave its packets to the next
-	 * poll and its batch.
-	 */
-	atomic_bool streaming;
-	/* completer */
-	uint32_t sq_comp;		/* oldest WQE not completed */
-	uint32_t last_retired_psn;	/* last PSN of the WQE before sq_comp */
-	uint32_t acked_psn;		/* next PSN not yet acknowledged */
-	uint64_t retx_deadline;		/* 0: no transport timer armed */
-	uint64_t progress_ns;		/* last forward progress (or start) */
-	uint32_t srtt_ns;		/* smoothed round trip, 0: unknown */
-	uint32_t rto_ns;		/* backed-off fast timer, 0: base */
-	uint64_t rtt_start;		/* the sample in flight: sent at */
-	uint32_t rtt_psn;		/* ... this PSN */
-	bool rtt_active;
-	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
-	uint8_t retries_left;
-	uint8_t rnr_left;
-	/* responder */
-	uint32_t epsn;			/* expected PSN */
-	uint32_t msn;
-	uint32_t rq_cur;		/* receive WQE being filled (multi-packet SEND) */
-	bool rq_active;
-	uint32_t rq_off;
-	struct urxe_mem *wr_mem;	/* multi-packet WRITE target */
-	uint64_t wr_va;
-	uint32_t wr_resid;
-	struct urxe_rd_res *rd_res;	/* max_dest_rd_atomic entries */
-	uint32_t rd_res_n;
-	uint32_t rd_res_next;
-	bool ack_pending;		/* an ACK to send at the end of the batch */
-	uint32_t ack_psn;
-	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
+	struct urxe_req_state req;
+	struct urxe_comp_state comp;
+	struct urxe_resp_state resp;
 	struct urxe_eqp *pending_next;	/* on the engine's work list */
 	atomic_bool on_list;		/* set under list_lock */
 	/*
@@ -393,25 +437,6 @@ struct urxe_eqp {
 	 * Published to the slot's statistics record now and then.
 	 */
 	uint64_t cnt[URXE_CNT__COUNT];
-	/*
-	 * UC/UD waiting for room at a destination on this host (ops->tx_wait)
-	 * until then; 0: not waiting.  Last: the RC fields keep their places.
-	 */
-	uint64_t flow_deadline;
-	/*
-	 * RC: since when retries have not been counted because the peer, on
-	 * this host, has not read what it was sent (0: not now).
-	 */
-	uint64_t stall_since;
-	/*
-	 * RC/UC requester: the destination GID is an address of this host
-	 * nobody owns (no process, no socket): found by the provider at the
-	 * modify to RTR or by the completer at a retry timeout, and said
-	 * once (@dst_absent_said) at the default log level; the line when
-	 * the QP then fails says so too.
-	 */
-	atomic_bool dst_absent;
-	atomic_bool dst_absent_said;
 };
 
 /*
@@ -420,6 +445,33 @@ struct urxe_eqp {
  * provider (at RTR) and the completer alike.
  */
 void urxe_engine_qp_dst_absent(struct urxe_eqp *qp, const union ibv_gid *dgid);
+
+/* ---- posting work ---- */
+
+/*
+ * Posting: the producer side of the work rings (the engine consumes).
+ * A poster brackets its posts with urxe_engine_sq_begin(), which takes
+ * the send queue's poster lock and returns the index the next post
+ * fills, and urxe_engine_sq_end(), which lets it go.  In between,
+ * urxe_engine_sq_slot() gives the slot of index @idx to write the WQE
+ * into, or NULL while the queue holds max_wr WQEs not yet retired;
+ * urxe_engine_sq_publish() hands every slot before @end to the engine
+ * (a release store: their contents are seen first).  Then
+ * urxe_engine_kick().
+ *
+ * Receives, for a QP's own receive queue and an SRQ alike: each WR is
+ * checked (its SGE count) and written, and published at once; the first
+ * bad one (-EINVAL) or the first that finds the ring full (-ENOMEM)
+ * stops the list and is returned in *@bad; *@posted says how many went.
+ */
+uint32_t urxe_engine_sq_begin(struct urxe_eqp *qp);
+struct urxe_send_wqe *urxe_engine_sq_slot(struct urxe_eqp *qp, uint32_t idx);
+void urxe_engine_sq_publish(struct urxe_eqp *qp, uint32_t end);
+void urxe_engine_sq_end(struct urxe_eqp *qp);
+int urxe_engine_rq_post(struct urxe_eqp *qp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad, unsigned int *posted);
+int urxe_engine_srq_post(struct urxe_esrq *srq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad, unsigned int *posted);
 
 /* ---- the engine ---- */
 
@@ -511,7 +563,7 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 void urxe_engine_destroy(struct urxe_engine *eng);
 
 /*
- * Key table.  Sets @mem's lkey and rkey (the same; engine.c, "keys") and
+ * Key table.  Sets @mem's lkey and rkey (the same; keys.c) and
  * returns the table index taken (> 0), or -ENOMEM.
  */
 int urxe_engine_mem_add(struct urxe_engine *eng, struct urxe_mem *mem);
@@ -606,6 +658,15 @@ bool urxe_engine_mcast_group(struct urxe_engine *eng, const uint8_t *roce,
  */
 void urxe_engine_xrc_watch(struct urxe_engine *eng, bool on);
 void urxe_engine_qp_fail(struct urxe_eqp *qp, enum ibv_event_type ev);
+/*
+ * The shared state of TGT QP @qp's domain, @st, starts as @qp's own
+ * (attributes, ePSN, MSN); before the domain publishes it, so without
+ * its lock.  A view's UDP source port: urxe_engine_qp_sport() of the
+ * QPN, as urxe_engine_qp_add() gives every QP.
+ */
+void urxe_engine_tgt_seed(const struct urxe_eqp *qp,
+			  struct urxe_tgt_shared *st);
+uint16_t urxe_engine_qp_sport(uint32_t qpn);
 
 /*
  * QP1, the GSI, as a port (gsi.c): RDMA CM's MADs.  After

@@ -180,7 +180,7 @@ static uint8_t transport_of(unsigned int target)
 /* The PSN the target would accept next, for this direction. */
 static uint32_t expected_psn(const struct urxe_eqp *qp, uint8_t opcode)
 {
-	return urxe_opinfo(opcode)->flags & URXE_F_REQ ? qp->epsn : qp->acked_psn;
+	return urxe_opinfo(opcode)->flags & URXE_F_REQ ? qp->resp.epsn : qp->comp.acked_psn;
 }
 
 static void fix_psn(uint8_t *f, const struct urxe_eqp *qp, unsigned int mode)
@@ -310,18 +310,18 @@ static void frame_record(uint8_t flag, uint8_t mode, const uint8_t *data,
 	fz.cur_len = len;
 	for (i = 0; i <= (unsigned int)(flag >> 5); i++) {
 		const struct urxe_eqp *t = &fz.q[TGT].qp;
-		uint32_t epsn = t->epsn, msn = t->msn, relayed = fz.relayed;
+		uint32_t epsn = t->resp.epsn, msn = t->resp.msn, relayed = fz.relayed;
 		enum ibv_qp_state st = t->attr.state;
 
 		deliver(f, len, &meta);
 		urxe_engine_progress(fz.eng);
 		/* A relayed request is none of this TGT QP's business. */
 		if (fz.relayed != relayed &&
-		    (fz.relayed != relayed + 1 || t->epsn != epsn ||
-		     t->msn != msn || t->attr.state != st))
+		    (fz.relayed != relayed + 1 || t->resp.epsn != epsn ||
+		     t->resp.msn != msn || t->attr.state != st))
 			fatal("TGT QP 0x%x: %u relayed; ePSN 0x%06x -> 0x%06x, "
 			      "MSN %u -> %u, state %d -> %d", t->qpn,
-			      fz.relayed - relayed, epsn, t->epsn, msn, t->msn,
+			      fz.relayed - relayed, epsn, t->resp.epsn, msn, t->resp.msn,
 			      st, t->attr.state);
 	}
 	fz.cur_frame = NULL;

@@ -145,12 +145,12 @@ void fz_check_queues(void)
 		uint32_t prod = atomic_load(&qp->sq.prod);
 		uint32_t cons = atomic_load(&qp->sq.cons);
 
-		if (qp->sq_comp != cons || qp->sq_next - cons > prod - cons ||
+		if (qp->comp.sq_comp != cons || qp->req.sq_next - cons > prod - cons ||
 		    prod - cons > SQ_DEPTH ||
 		    atomic_load(&qp->rq.prod) - atomic_load(&qp->rq.cons) > RQ_DEPTH)
 			fatal("QP 0x%x: send queue retired %u, next %u, posted %u; "
 			      "receive queue taken %u, posted %u", qp->qpn, cons,
-			      qp->sq_next, prod, atomic_load(&qp->rq.cons),
+			      qp->req.sq_next, prod, atomic_load(&qp->rq.cons),
 			      atomic_load(&qp->rq.prod));
 	}
 	if (fz_srq_queued(&fz.srq) > RQ_DEPTH)
@@ -173,11 +173,11 @@ void fz_trace_qps(void)
 
 		fprintf(stderr, "fuzz_rx:     %u: state %d ePSN 0x%06x PSN 0x%06x "
 			"acked 0x%06x sq %u/%u/%u rq %u/%u%s%s%s", qi,
-			qp->attr.state, qp->epsn, qp->psn, qp->acked_psn,
-			qp->sq_comp, qp->sq_next, atomic_load(&qp->sq.prod),
+			qp->attr.state, qp->resp.epsn, qp->req.psn, qp->comp.acked_psn,
+			qp->comp.sq_comp, qp->req.sq_next, atomic_load(&qp->sq.prod),
 			atomic_load(&qp->rq.cons), atomic_load(&qp->rq.prod),
-			qp->rq_active ? " recv-active" : "",
-			qp->wr_mem ? " write-active" : "",
+			qp->resp.rq_active ? " recv-active" : "",
+			qp->resp.wr_mem ? " write-active" : "",
 			qp->srq_held ? " srq-held" : "");
 		fputc('\n', stderr);
 	}
@@ -762,11 +762,11 @@ static void engine_new(void)
 	};
 
 	check(!urxe_engine_create(&conf, &fz.eng));
-	fresh.qp_next = fz.eng->qp_next;
-	fresh.key_next = fz.eng->key_next;
-	fresh.key_count = fz.eng->key_count;
-	fresh.key_rng = fz.eng->key_rng;
-	fresh.deadline_hint = atomic_load(&fz.eng->deadline_hint);
+	fresh.qp_next = fz.eng->qpt.qp_next;
+	fresh.key_next = fz.eng->keyt.key_next;
+	fresh.key_count = fz.eng->keyt.key_count;
+	fresh.key_rng = fz.eng->keyt.key_rng;
+	fresh.deadline_hint = atomic_load(&fz.eng->clk.deadline_hint);
 }
 
 static void engine_rewind(void)
@@ -774,16 +774,16 @@ static void engine_rewind(void)
 	struct urxe_engine *e = fz.eng;
 	unsigned int i;
 
-	check(!e->nlive && !e->pending && !e->ntx && !e->acct && !e->stats);
-	e->qp_next = fresh.qp_next;
-	e->key_next = fresh.key_next;
-	e->key_count = fresh.key_count;
-	e->key_rng = fresh.key_rng;
-	atomic_store(&e->deadline_hint, fresh.deadline_hint);
-	atomic_store(&e->timer_moved, false);
+	check(!e->qpt.nlive && !e->sched.pending && !e->txb.ntx && !e->ctr.acct && !e->ctr.stats);
+	e->qpt.qp_next = fresh.qp_next;
+	e->keyt.key_next = fresh.key_next;
+	e->keyt.key_count = fresh.key_count;
+	e->keyt.key_rng = fresh.key_rng;
+	atomic_store(&e->clk.deadline_hint, fresh.deadline_hint);
+	atomic_store(&e->clk.timer_moved, false);
 	atomic_store(&e->work, false);
 	for (i = 0; i < URXE_CNT__COUNT; i++)
-		atomic_store(&e->cnt[i], 0);
+		atomic_store(&e->ctr.cnt[i], 0);
 }
 
 /* MRs, QPs connected, receives and sends posted: on a new engine or not. */
@@ -921,7 +921,7 @@ void fz_check_mem_refs(void)
 		int want = 1;
 
 		for (qi = 0; qi < NQP; qi++)
-			want += fz.q[qi].qp.wr_mem == &fz.mr[i];
+			want += fz.q[qi].qp.resp.wr_mem == &fz.mr[i];
 		if (atomic_load(&fz.mr[i].refs) != want)
 			fatal("MR%u: %d references, expected %d", i,
 			      atomic_load(&fz.mr[i].refs), want);

@@ -70,14 +70,14 @@ void fz_xrc_relayed(const uint8_t *p, uint32_t len)
 void fz_xrc_check(void)
 {
 	const struct urxe_eqp *t = &fz.q[TGT].qp;
-	bool busy = t->rq_active || t->srq_held || t->wr_mem;
+	bool busy = t->resp.rq_active || t->srq_held || t->resp.wr_mem;
 	unsigned int k;
 
 	if (!t->srq) {
 		if (busy || t->pd || t->rcq)
 			fatal("TGT QP 0x%x: no SRQ, yet receive %s/held %d/WRITE %s, "
-			      "PD %u, CQ %p", t->qpn, t->rq_active ? "active" : "idle",
-			      t->srq_held, t->wr_mem ? "active" : "idle", t->pd,
+			      "PD %u, CQ %p", t->qpn, t->resp.rq_active ? "active" : "idle",
+			      t->srq_held, t->resp.wr_mem ? "active" : "idle", t->pd,
 			      (void *)t->rcq);
 	} else {
 		for (k = 0; k < NXSRQ && t->srq != &fz.xs[k].s; k++)

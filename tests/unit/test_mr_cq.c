@@ -144,7 +144,7 @@ static unsigned int commonest_step(const uint32_t *k, unsigned int n)
 }
 
 /*
- * Keys an attacker cannot guess (engine.c, "keys"): 100,000 live regions
+ * Keys an attacker cannot guess (qp_engine/keys.c): 100,000 live regions
  * and windows have distinct table names (a key's upper 24 bits), every bit
  * of a region's key is set about half the time, no step between one key
  * and the next recurs beyond chance (a counter's would every time), and

@@ -246,33 +246,33 @@ static void assert_reset(const struct urxe_eqp *qp)
 {
 	ck_assert_int_eq(qp->attr.state, IBV_QPS_RESET);
 	/* requester */
-	ck_assert_uint_eq(qp->sq_next, atomic_load(&qp->sq.prod));
-	ck_assert_uint_eq(qp->rd_outstanding, 0);
-	ck_assert_uint_eq(qp->unacked_pkts, 0);
-	ck_assert(!qp->resending);
-	ck_assert_uint_eq(qp->resp_pkts, 0);
-	ck_assert(!atomic_load(&qp->streaming));
+	ck_assert_uint_eq(qp->req.sq_next, atomic_load(&qp->sq.prod));
+	ck_assert_uint_eq(qp->req.rd_outstanding, 0);
+	ck_assert_uint_eq(qp->req.unacked_pkts, 0);
+	ck_assert(!qp->req.resending);
+	ck_assert_uint_eq(qp->req.resp_pkts, 0);
+	ck_assert(!atomic_load(&qp->req.streaming));
 	/* completer */
-	ck_assert_uint_eq(qp->sq_comp, atomic_load(&qp->sq.cons));
-	ck_assert_uint_eq(qp->sq_comp, qp->sq_next);
-	ck_assert_uint_eq(qp->retx_deadline, 0);
-	ck_assert_uint_eq(qp->rnr_deadline, 0);
-	ck_assert(!qp->rtt_active);
-	ck_assert_uint_eq(qp->srtt_ns, 0);
-	ck_assert_uint_eq(qp->rto_ns, 0);
-	ck_assert_uint_eq(qp->retries_left, qp->attr.retry_cnt);
-	ck_assert_uint_eq(qp->rnr_left, qp->attr.rnr_retry);
+	ck_assert_uint_eq(qp->comp.sq_comp, atomic_load(&qp->sq.cons));
+	ck_assert_uint_eq(qp->comp.sq_comp, qp->req.sq_next);
+	ck_assert_uint_eq(qp->comp.retx_deadline, 0);
+	ck_assert_uint_eq(qp->comp.rnr_deadline, 0);
+	ck_assert(!qp->comp.rtt_active);
+	ck_assert_uint_eq(qp->comp.srtt_ns, 0);
+	ck_assert_uint_eq(qp->comp.rto_ns, 0);
+	ck_assert_uint_eq(qp->comp.retries_left, qp->attr.retry_cnt);
+	ck_assert_uint_eq(qp->comp.rnr_left, qp->attr.rnr_retry);
 	/* responder */
-	ck_assert_uint_eq(qp->msn, 0);
-	ck_assert(!qp->rq_active);
-	ck_assert_uint_eq(qp->rq_off, 0);
+	ck_assert_uint_eq(qp->resp.msn, 0);
+	ck_assert(!qp->resp.rq_active);
+	ck_assert_uint_eq(qp->resp.rq_off, 0);
 	/* An SRQ WQE taken stays held (from offset 0) for the next message. */
 	ck_assert(!qp->srq_held || qp->srq);
-	ck_assert_ptr_null(qp->wr_mem);
-	ck_assert_uint_eq(qp->wr_resid, 0);
-	ck_assert(!qp->ack_pending);
-	ck_assert(!qp->nak_seq_sent);
-	ck_assert_uint_eq(qp->rd_res_next, 0);
+	ck_assert_ptr_null(qp->resp.wr_mem);
+	ck_assert_uint_eq(qp->resp.wr_resid, 0);
+	ck_assert(!qp->resp.ack_pending);
+	ck_assert(!qp->resp.nak_seq_sent);
+	ck_assert_uint_eq(qp->resp.rd_res_next, 0);
 	if (!qp->srq)
 		ck_assert_uint_eq(atomic_load(&qp->rq.prod),
 				  atomic_load(&qp->rq.cons));
@@ -299,11 +299,11 @@ static void reset_mid_message(enum ibv_wr_opcode op)
 	drop_at = (int)wire_sent + 2;
 	w = send(op, 0, 3000);
 	pump();
-	ck_assert(nodes[1].qp.rq_active || nodes[1].qp.srq_held ||
-		  nodes[1].qp.wr_mem);
-	ck_assert_uint_ne(nodes[0].qp.retx_deadline, 0);
-	ck_assert_uint_ne(nodes[0].qp.srtt_ns, 0);
-	ck_assert_uint_eq(nodes[1].qp.msn, 1);
+	ck_assert(nodes[1].qp.resp.rq_active || nodes[1].qp.srq_held ||
+		  nodes[1].qp.resp.wr_mem);
+	ck_assert_uint_ne(nodes[0].qp.comp.retx_deadline, 0);
+	ck_assert_uint_ne(nodes[0].qp.comp.srtt_ns, 0);
+	ck_assert_uint_eq(nodes[1].qp.resp.msn, 1);
 	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[0].qp, &at,
 					       IBV_QP_STATE), 0);
 	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[1].qp, &at,
@@ -376,7 +376,7 @@ static struct urxe_send_wqe *last_message(void)
 	wc = poll_one(&nodes[1]);
 	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
 	ck_assert_uint_eq(wc.wr_id, 1);
-	ck_assert(nodes[1].qp.ack_pending);
+	ck_assert(nodes[1].qp.resp.ack_pending);
 	return w;
 }
 
@@ -400,7 +400,7 @@ START_TEST(err_sends_owed_ack)
 	ck_assert_int_eq(urxe_engine_qp_modify(&nodes[1].qp, &at,
 					       IBV_QP_STATE), 0);
 	ck_assert_uint_eq(wire_sent, before + 1);
-	ck_assert(!nodes[1].qp.ack_pending);
+	ck_assert(!nodes[1].qp.resp.ack_pending);
 	pump();
 	assert_sent(w);
 }

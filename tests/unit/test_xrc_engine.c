@@ -1147,7 +1147,7 @@ START_TEST(xrc_transport_ok)
 	ck_assert(urxe_cq_empty(&ini_cq));
 	ck_assert_uint_eq(srq_posted(0), 1);
 	ck_assert_uint_eq(nevents, 0);
-	ck_assert_int_eq(tgt.qp.epsn, 0xfffff0);
+	ck_assert_int_eq(tgt.qp.resp.epsn, 0xfffff0);
 }
 END_TEST
 
