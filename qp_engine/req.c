@@ -179,25 +179,12 @@ static bool ack_at_end(struct urxe_eqp *qp)
 	return is_local_op(w) || is_rd_atomic(w);
 }
 
-/* One packet of a SEND or WRITE; returns 0 or -EACCES (local key). */
-static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+/* Whether the data packet with @psn asks for an ACK (its AckReq bit). */
+static bool want_ack(struct urxe_eqp *qp, uint32_t psn, bool last)
 {
 	struct urxe_engine *eng = qp->eng;
-	uint32_t mtu = urxe_qp_mtu(qp), paylen = wqe->length - wqe->sent;
-	const struct urxe_opinfo *oi;
-	struct urxe_tx_path path;
-	struct urxe_bth bth;
-	struct urxe_tx_piece pieces[URXE_TX_PIECES];
-	bool first = wqe->sent == 0, last;
-	int rc = 0, npieces;
 	uint32_t every;
-	uint8_t *buf;
 
-	if (paylen > mtu)
-		paylen = mtu;
-	last = wqe->sent + paylen == wqe->length;
-	bth_init(qp, wqe, data_op(wqe, first, last), last, &bth);
-	qp->req.unacked_pkts++;
 	/*
 	 * Ask for an ACK at the end of the last message posted, every few
 	 * packets (every window, if smaller), and on the packet that fills
@@ -213,19 +200,37 @@ static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
 	 * last packet a rewind resends: what the QP then waits for must be
 	 * asked for, or a responder answers nothing (its resends included).
 	 */
+	return (last && ack_at_end(qp)) ||
+	       (qp->req.resending && urxe_psn_add(psn, 1) == qp->req.resend_end) ||
+	       qp->req.unacked_pkts >= (every ? every : 1) ||
+	       urxe_psn_diff(urxe_psn_add(qp->req.psn, 1), qp->comp.acked_psn) >=
+	       (int32_t)eng->budget.window ||
+	       (eng->budget.budget_pkts &&
+		eng->budget.inflight + 1 + urxe_qp_inflight(qp) -
+		qp->req.budget_held >= eng->budget.budget_pkts);
+}
+
+/* One packet of a SEND or WRITE; returns 0 or -EACCES (local key). */
+static int send_data_pkt(struct urxe_eqp *qp, struct urxe_send_wqe *wqe)
+{
+	struct urxe_engine *eng = qp->eng;
+	uint32_t mtu = urxe_qp_mtu(qp), paylen = wqe->length - wqe->sent;
+	const struct urxe_opinfo *oi;
+	struct urxe_tx_path path;
+	struct urxe_bth bth;
+	struct urxe_tx_piece pieces[URXE_TX_PIECES];
+	bool first = wqe->sent == 0, last;
+	int rc = 0, npieces;
+	uint8_t *buf;
+
+	if (paylen > mtu)
+		paylen = mtu;
+	last = wqe->sent + paylen == wqe->length;
+	bth_init(qp, wqe, data_op(wqe, first, last), last, &bth);
+	qp->req.unacked_pkts++;
 	if (qp->req.resending && !urxe_psn_before(bth.psn, qp->req.resend_end))
 		qp->req.resending = false;
-	bth.ackreq = urxe_qp_reliable(qp) &&
-		     ((last && ack_at_end(qp)) ||
-		      (qp->req.resending &&
-		       urxe_psn_add(bth.psn, 1) == qp->req.resend_end) ||
-		      qp->req.unacked_pkts >= (every ? every : 1) ||
-		      urxe_psn_diff(urxe_psn_add(qp->req.psn, 1),
-				    qp->comp.acked_psn) >=
-		      (int32_t)eng->budget.window ||
-		      (eng->budget.budget_pkts &&
-		       eng->budget.inflight + 1 + urxe_qp_inflight(qp) -
-		       qp->req.budget_held >= eng->budget.budget_pkts));
+	bth.ackreq = urxe_qp_reliable(qp) && want_ack(qp, bth.psn, last);
 	if (bth.ackreq)
 		qp->req.unacked_pkts = 0;
 	oi = urxe_opinfo(bth.opcode);
