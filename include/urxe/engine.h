@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <urxe/pkt.h>
 #include <urxe/wire.h>
 
 /* QPNs and SRQNs are slot << 14 | index: the slot is in every number. */
@@ -423,17 +424,7 @@ void urxe_engine_qp_dst_absent(struct urxe_eqp *qp, const union ibv_gid *dgid);
 
 /* ---- the engine ---- */
 
-/* An outgoing packet: RoCE bytes from the BTH through the ICRC. */
-struct urxe_pkt {
-	union ibv_gid dgid;
-	union ibv_gid sgid;
-	uint16_t sport;
-	uint8_t tclass;
-	uint8_t hop_limit;
-	struct iovec iov[4];
-	unsigned int niov;
-	uint32_t len;
-};
+/* An outgoing packet (struct urxe_pkt): pkt.h, the data path's input. */
 
 struct urxe_engine_ops {
 	/* Sends @n packets; returns how many left, or a negative errno. */
