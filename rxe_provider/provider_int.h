@@ -37,7 +37,7 @@
 int urxe_recv_post(struct urxe_wq *q, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad, unsigned int *posted);
 
-/* transport.c: the engine and sockets of an instance. */
+/* transport.c: the engine and data path of an instance. */
 struct urxe_dev;
 int urxe_dev_transport_init(struct urxe_dev *dev);
 /*
