@@ -18,15 +18,15 @@
  * URXE_FAULTS and URXE_PCAP.  A capture that cannot be written is
  * reported and left out: the program runs as it would without it.
  */
-static void debug_knobs(struct urxe_dp *dp, const struct urxe_dp_conf *conf)
+static void debug_knobs(struct urxe_dp *dp)
 {
 	const char *pcap = getenv("URXE_PCAP");
 
-	if (dp_faults_start(dp, conf->faults))
+	if (dp_faults_start(dp, dp->faults_conf))
 		urxe_err("%s: URXE_FAULTS: out of memory: injecting nothing",
 			 dp->name);
 	if (pcap && *pcap)
-		urxe_capture_open(pcap, conf->ifc->mac, &dp->cap);
+		urxe_capture_open(pcap, dp->ifc->mac, &dp->cap);
 }
 
 static void debug_knobs_undo(struct urxe_dp *dp)
@@ -36,25 +36,44 @@ static void debug_knobs_undo(struct urxe_dp *dp)
 	dp_faults_stop(dp);
 }
 
-int urxe_dp_open(const struct urxe_dp_conf *conf, struct urxe_dp **out)
+int urxe_dp_create(const struct urxe_dp_conf *conf, struct urxe_dp **out)
 {
-	const char *gso = getenv("URXE_GSO");
-	struct urxe_backend_conf bc = {
-		.ifc = conf->ifc, .slot = conf->slot,
-		.lo_addr = urxe_slot_loopback_addr(conf->addr_index),
-	};
 	struct urxe_dp *dp = calloc(1, sizeof(*dp));
-	int rc;
 
 	if (!dp)
 		return -ENOMEM;
 	dp->ops = conf->backend;
 	dp->name = conf->name;
 	dp->rundir = conf->rundir;
+	dp->ifc = conf->ifc;
+	dp->slot = conf->slot;
 	dp->addr_index = conf->addr_index;
+	dp->faults_conf = conf->faults;
 	dp->stats = conf->stats;
-	dp->sink = conf->sink;
-	debug_knobs(dp, conf);
+	*out = dp;
+	return 0;
+}
+
+void urxe_dp_set_sink(struct urxe_dp *dp, const struct urxe_dp_sink *sink)
+{
+	dp->sink = *sink;
+}
+
+bool urxe_dp_bound(const struct urxe_dp *dp)
+{
+	return dp && dp->b;
+}
+
+int urxe_dp_bind(struct urxe_dp *dp)
+{
+	const char *gso = getenv("URXE_GSO");
+	struct urxe_backend_conf bc = {
+		.ifc = dp->ifc, .slot = dp->slot,
+		.lo_addr = urxe_slot_loopback_addr(dp->addr_index),
+	};
+	int rc;
+
+	debug_knobs(dp);
 	/*
 	 * URXE_GSO=0: one frame per packet both ways, as a packet capture
 	 * on the interface wants.  Fault injection decides per packet,
@@ -71,21 +90,28 @@ int urxe_dp_open(const struct urxe_dp_conf *conf, struct urxe_dp **out)
 	 */
 	bc.connect = !dp->cap && bc.gso;
 	rc = dp->ops->open(&bc, &dp->b);
-	if (rc)
-		goto err;
+	if (rc) {
+		dp->b = NULL;
+		debug_knobs_undo(dp);
+		return rc;
+	}
 	dp->gso = bc.gso && dp->ops->gso(dp->b);
-	dp->lo_copies = conf->ifc->loopback && dp->ops->lo_mcast_copies;
-	dp->nrx_fds = dp->ops->rx_fds(dp->b, dp->rx_fds);
+	dp->lo_copies = dp->ifc->loopback && dp->ops->lo_mcast_copies;
+	atomic_store_explicit(&dp->nrx_fds, dp->ops->rx_fds(dp->b, dp->rx_fds),
+			      memory_order_release);
 	/* A capture writes each packet's IP header: TOS and TTL included. */
 	if (dp->cap)
 		urxe_dp_want_ip_meta(dp);
-	*out = dp;
 	return 0;
+}
 
-err:
+void urxe_dp_unbind(struct urxe_dp *dp)
+{
+	atomic_store(&dp->nrx_fds, 0);
+	if (dp->b)
+		dp->ops->close(dp->b);
+	dp->b = NULL;
 	debug_knobs_undo(dp);
-	free(dp);
-	return rc;
 }
 
 void urxe_dp_close(struct urxe_dp *dp)
@@ -105,24 +131,27 @@ void urxe_dp_forget(struct urxe_dp *dp)
 {
 	if (!dp)
 		return;
+	atomic_store(&dp->nrx_fds, 0);
 	if (dp->b)
 		dp->ops->close(dp->b);
 	dp->b = NULL;
-	dp->nrx_fds = 0;
 	dp->forked = true;
 }
 
 unsigned int urxe_dp_rx_fds(struct urxe_dp *dp, int *fds)
 {
-	unsigned int n = dp ? dp->nrx_fds : 0;
+	unsigned int n = dp ? atomic_load_explicit(&dp->nrx_fds,
+						   memory_order_acquire) : 0;
 
 	if (n)
 		memcpy(fds, dp->rx_fds, n * sizeof(*fds));
 	return n;
 }
 
-uint16_t urxe_dp_sport(struct urxe_dp *dp, uint16_t sport)
+uint16_t urxe_dp_sport(void *priv, uint16_t sport)
 {
+	struct urxe_dp *dp = priv;
+
 	return dp && dp->b ? dp->ops->sport(dp->b, sport) : sport;
 }
 

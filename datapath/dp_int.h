@@ -51,16 +51,22 @@ struct urxe_dp {
 	void *b;			/* the backend's; NULL once forgotten */
 	const char *name;
 	const char *rundir;
+	const struct urxe_iface *ifc;
+	unsigned int slot;
 	unsigned int addr_index;
+	const struct urxe_faults_conf *faults_conf;
 	/* Loopback multicast goes as a unicast copy to each member slot. */
 	bool lo_copies;
 	bool gso;			/* send runs of packets as one */
 	bool forked;			/* the capture is the parent's */
 	unsigned int gso_failures;	/* GSO sends refused in a row */
 	atomic_bool ip_meta;		/* receives report TOS and TTL */
-	/* the backend's input descriptors, fixed at open */
+	/*
+	 * The backend's input descriptors, fixed once bound: waiters of
+	 * other threads read the count (acquire) and then the descriptors.
+	 */
 	int rx_fds[URXE_BACKEND_MAX_FDS];
-	unsigned int nrx_fds;
+	atomic_uint nrx_fds;
 	struct urxe_stats_rec *stats;
 	struct urxe_dp_sink sink;
 	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */

@@ -137,13 +137,15 @@ static void deliver(struct urxe_dp *dp, const struct urxe_frame_desc *in,
 	}
 }
 
-int urxe_dp_rx_poll(struct urxe_dp *dp, int budget)
+int urxe_dp_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 {
+	struct urxe_dp *dp = priv;
 	const struct urxe_backend_ops *ops = dp ? dp->ops : NULL;
 	uint64_t now = 0, real = 0;
 	int total = 0, n, i;
 	unsigned int want;
 
+	(void)eng;		/* the sink's context, since it was set */
 	if (!dp || !dp->b)
 		return 0;
 	/* Without the kernel's stamps: the engine's time of this round. */
@@ -163,13 +165,14 @@ int urxe_dp_rx_poll(struct urxe_dp *dp, int budget)
 			real = real_ns();
 		}
 		for (i = 0; i < n; i++) {
+			const struct urxe_frame_desc *in = &dp->in[i];
 			struct urxe_rx_meta meta;
 
-			if (dp->in[i].truncated)
+			if (in->truncated)
 				continue;
-			describe(&dp->in[i], ops->rx_stamps ?
-				 arrival(now, real, dp->in[i].rx_ns) : now, &meta);
-			deliver(dp, &dp->in[i], &meta);
+			describe(in, ops->rx_stamps ?
+				 arrival(now, real, in->rx_ns) : now, &meta);
+			deliver(dp, in, &meta);
 		}
 		if (ops->recv_done)
 			ops->recv_done(dp->b);

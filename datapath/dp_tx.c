@@ -78,13 +78,15 @@ static void wait_writable(struct urxe_dp *dp)
 	poll(pfd, n, 1);
 }
 
-static bool same_flow(const struct urxe_frame_desc *a, const struct urxe_frame_desc *b)
+static bool same_flow(const struct urxe_frame_desc *a,
+		      const struct urxe_frame_desc *b)
 {
 	return a->sport == b->sport && a->tos == b->tos && a->ttl == b->ttl &&
 	       urxe_gid_eq(a->dst, b->dst) && urxe_gid_eq(a->src, b->src);
 }
 
-static int flow_cmp(const struct urxe_frame_desc *a, const struct urxe_frame_desc *b)
+static int flow_cmp(const struct urxe_frame_desc *a,
+		    const struct urxe_frame_desc *b)
 {
 	int c = urxe_gid_cmp(a->dst, b->dst);
 
@@ -317,8 +319,9 @@ static unsigned int send_all(struct urxe_dp *dp, struct tx *t, int *rc)
 	return sent;
 }
 
-int urxe_dp_xmit(struct urxe_dp *dp, struct urxe_pkt *pkts, unsigned int n)
+int urxe_dp_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
 {
+	struct urxe_dp *dp = priv;
 	struct urxe_frame_desc out[URXE_BACKEND_SEND_MAX];
 	struct tx t = { 0 };
 	unsigned int i, sent, lost = 0;
@@ -344,5 +347,7 @@ int urxe_dp_xmit(struct urxe_dp *dp, struct urxe_pkt *pkts, unsigned int n)
 	/* The engine's packets are all accounted for, whatever the wire did. */
 	if (!sent && rc == -EAGAIN)
 		return -EAGAIN;
+	if (dp->sink.sent)
+		dp->sink.sent(dp->sink.owner);
 	return (int)n;
 }

@@ -28,7 +28,7 @@ static unsigned int wait_set(const struct urxe_dp_wait *w,
 
 	pfd[0].fd = w->fd;
 	pfd[0].events = POLLIN;
-	k = urxe_dp_rx_fds(w->dp ? *w->dp : NULL, fds);
+	k = urxe_dp_rx_fds(w->dp, fds);
 	for (i = 0; i < k; i++, n++) {
 		pfd[n].fd = fds[i];
 		pfd[n].events = POLLIN;

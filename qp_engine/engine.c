@@ -41,6 +41,7 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	}
 	eng->ops = conf->ops;
 	eng->priv = conf->priv;
+	eng->io_priv = conf->io_priv ? conf->io_priv : conf->priv;
 	eng->slot = conf->slot;
 	snprintf(eng->name, sizeof(eng->name), "%s",
 		 conf->name ? conf->name : "urxe");
@@ -723,7 +724,7 @@ static void input_arrived(struct urxe_engine *eng)
 	eng->clock_ns = urxe_now(eng);
 	eng->clock_valid = true;
 	do
-		n = eng->ops->rx_poll(eng->priv, eng, 64);
+		n = eng->ops->rx_poll(eng->io_priv, eng, 64);
 	while (n >= 64 && --rounds);
 	eng->clock_valid = false;
 }
@@ -1128,7 +1129,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 			break;
 		}
 		/* Input first: a late ACK waiting in the socket is not a loss. */
-		n = eng->ops->rx_poll ? eng->ops->rx_poll(eng->priv, eng, 64) : 0;
+		n = eng->ops->rx_poll ? eng->ops->rx_poll(eng->io_priv, eng, 64) : 0;
 		if (n > 0)
 			did = 1;
 		run_timers(eng);

@@ -35,6 +35,7 @@ struct urxe_engine {
 	atomic_bool work;		/* someone flagged work for the holder */
 	const struct urxe_engine_ops *ops;
 	void *priv;
+	void *io_priv;			/* xmit, rx_poll, sport: conf's */
 	unsigned int slot;
 	char name[32];			/* the device's, for messages */
 	union ibv_gid gid0;

@@ -81,7 +81,7 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	if (qp->dev->dead)
 		return -EIO;			/* as every verb of a dead instance */
 	/* A QP binds the sockets: they are there. */
-	if (!qp->dev->dp)
+	if (!urxe_dp_bound(qp->dev->dp))
 		return -ENOTCONN;
 	pthread_mutex_lock(&attach_lock);
 	rc = urxe_engine_mcast_attach(&qp->e, gid, URXE_MAX_MCAST_GRP,

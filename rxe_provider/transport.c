@@ -2,10 +2,11 @@
 /*
  * The instance's transport: the engine, created with the instance, and
  * the data path beneath it (datapath/) over the backend the device's
- * configuration names, opened at the first QP or AH (lazy binding).  Here
- * the engine's injected operations are wired: xmit and rx_poll go down to
- * the data path, whose received packets come back up through the sink;
- * now is CLOCK_MONOTONIC.  The backends differ above the data path only
+ * configuration names, bound at the first QP or AH (lazy binding).  Here
+ * the engine's injected operations are wired: xmit, rx_poll and sport
+ * are the data path's own (the engine's io_priv is dev->dp), whose
+ * received packets come back up through the sink; now is
+ * CLOCK_MONOTONIC.  The backends differ above the data path only
  * in what the engine may ask: the packet backend's filter brings XRC
  * requests straight to their SRQ's owner, and it reaches no other
  * address of this host (flow.c).
@@ -27,31 +28,6 @@ uint64_t urxe_dev_now(void *priv)
 	return urxe_dp_now();
 }
 
-static uint16_t dev_sport(void *priv, uint16_t sport)
-{
-	struct urxe_dev *dev = priv;
-
-	return urxe_dp_sport(dev->dp, sport);
-}
-
-static int dev_xmit(void *priv, struct urxe_pkt *pkts, unsigned int n)
-{
-	struct urxe_dev *dev = priv;
-	int rc = urxe_dp_xmit(dev->dp, pkts, n);
-
-	if (rc >= 0)
-		urxe_dev_flow_sent(dev);
-	return rc;
-}
-
-static int dev_rx_poll(void *priv, struct urxe_engine *eng, int budget)
-{
-	struct urxe_dev *dev = priv;
-
-	(void)eng;		/* the sink's, since the data path opened */
-	return urxe_dp_rx_poll(dev->dp, budget);
-}
-
 /*
  * UC and UD toward another instance on lo wait for room at its receive
  * socket, or its sink (flow.c; netdev/packet.c, open_sink): the packet
@@ -65,11 +41,12 @@ static uint64_t pkt_tx_wait(void *priv, const union ibv_gid *dgid,
 	return dev->iface.loopback ? urxe_dev_tx_wait(priv, dgid, len) : 0;
 }
 
+/* The frames' way goes down to the data path (io_priv: dev->dp). */
 static const struct urxe_engine_ops udp_ops = {
-	.xmit = dev_xmit,
+	.xmit = urxe_dp_xmit,
 	.now = urxe_dev_now,
-	.sport = dev_sport,
-	.rx_poll = dev_rx_poll,
+	.sport = urxe_dp_sport,
+	.rx_poll = urxe_dp_rx_poll,
 	.xrc_route = urxe_xrc_op_route,
 	.xrc_foreign = urxe_xrc_op_foreign,
 	.xrc_watch = urxe_xrc_op_watch,
@@ -79,10 +56,10 @@ static const struct urxe_engine_ops udp_ops = {
 };
 
 static const struct urxe_engine_ops packet_ops = {
-	.xmit = dev_xmit,
+	.xmit = urxe_dp_xmit,
 	.now = urxe_dev_now,
-	.sport = dev_sport,
-	.rx_poll = dev_rx_poll,
+	.sport = urxe_dp_sport,
+	.rx_poll = urxe_dp_rx_poll,
 	.tx_wait = pkt_tx_wait,
 	/* XRC requests come straight to their SRQ's owner (the filter). */
 	.xrc_foreign = urxe_xrc_op_foreign,
@@ -108,8 +85,30 @@ static uint64_t sink_clock(void *ctx)
 	return urxe_engine_clock(ctx);
 }
 
+/* A transmit batch went: flow control's packets are no longer unsent. */
+static void sink_sent(void *owner)
+{
+	urxe_dev_flow_sent(owner);
+}
+
+/*
+ * The data path exists from open, bound at the first QP or AH; the
+ * engine's frames go through it, and it hands received ones to the
+ * engine.
+ */
 int urxe_dev_transport_init(struct urxe_dev *dev)
 {
+	struct urxe_dp_conf dconf = {
+		.name = dev->desc.name,
+		.rundir = dev->desc.rundir,
+		.backend = dev->desc.backend == URXE_BACKEND_PACKET ?
+			   &urxe_packet_backend : &urxe_udp_backend,
+		.ifc = &dev->iface,
+		.slot = dev->slot.index,
+		.addr_index = dev->slot.addr_index,
+		.faults = dev->faults_set ? &dev->faults_conf : NULL,
+		.stats = dev->stats,
+	};
 	struct urxe_engine_conf conf = {
 		.slot = dev->slot.index,
 		.name = dev->desc.name,
@@ -119,9 +118,27 @@ int urxe_dev_transport_init(struct urxe_dev *dev)
 		.priv = dev,
 		.stats = dev->stats,
 	};
+	struct urxe_dp_sink sink = {
+		.input = sink_input, .mcast_group = sink_mcast_group,
+		.clock = sink_clock, .sent = sink_sent, .owner = dev,
+	};
+	int rc;
 
+	rc = urxe_dp_create(&dconf, &dev->dp);
+	if (rc)
+		return rc;
+	conf.io_priv = dev->dp;
 	pthread_mutex_init(&dev->bind_lock, NULL);
-	return urxe_engine_create(&conf, &dev->eng);
+	rc = urxe_engine_create(&conf, &dev->eng);
+	if (rc) {
+		pthread_mutex_destroy(&dev->bind_lock);
+		urxe_dp_close(dev->dp);
+		dev->dp = NULL;
+		return rc;
+	}
+	sink.ctx = dev->eng;
+	urxe_dp_set_sink(dev->dp, &sink);
+	return 0;
 }
 
 void urxe_dev_transport_fini(struct urxe_dev *dev)
@@ -145,26 +162,11 @@ int urxe_dev_faults_read(struct urxe_dev *dev)
 
 static int bind_locked(struct urxe_dev *dev)
 {
-	struct urxe_dp_conf conf = {
-		.name = dev->desc.name,
-		.rundir = dev->desc.rundir,
-		.backend = dev->desc.backend == URXE_BACKEND_PACKET ?
-			   &urxe_packet_backend : &urxe_udp_backend,
-		.ifc = &dev->iface,
-		.slot = dev->slot.index,
-		.addr_index = dev->slot.addr_index,
-		.faults = dev->faults_set ? &dev->faults_conf : NULL,
-		.stats = dev->stats,
-		.sink = {
-			.input = sink_input, .mcast_group = sink_mcast_group,
-			.clock = sink_clock, .ctx = dev->eng,
-		},
-	};
 	int fds[URXE_BACKEND_MAX_FDS];
 	unsigned int nfds;
 	int rc;
 
-	rc = urxe_dp_open(&conf, &dev->dp);
+	rc = urxe_dp_bind(dev->dp);
 	if (rc)
 		return rc;
 	urxe_engine_set_budget(dev->eng, urxe_dp_budget(dev->dp));
@@ -178,10 +180,8 @@ static int bind_locked(struct urxe_dev *dev)
 		urxe_engine_set_read_window(dev->eng, URXE_WINDOW_READ_REAL);
 	nfds = urxe_dp_rx_fds(dev->dp, fds);
 	rc = urxe_engine_thread_start(dev->eng, fds, nfds);
-	if (rc) {
-		urxe_dp_close(dev->dp);
-		dev->dp = NULL;
-	}
+	if (rc)
+		urxe_dp_unbind(dev->dp);
 	return rc;
 }
 
@@ -197,7 +197,7 @@ int urxe_dev_bind(struct urxe_dev *dev)
 	if (dev->dead)
 		return -EIO;
 	pthread_mutex_lock(&dev->bind_lock);
-	if (!dev->dp)
+	if (!urxe_dp_bound(dev->dp))
 		rc = bind_locked(dev);
 	pthread_mutex_unlock(&dev->bind_lock);
 	if (rc)
@@ -227,7 +227,7 @@ int urxe_dev_wait_fd(struct urxe_dev *dev, int fd, int timeout_ms)
 
 	/* Inherited across fork(): nothing of the instance to watch. */
 	if (!dev->dead && dev->eng) {
-		w.dp = &dev->dp;
+		w.dp = dev->dp;
 		w.deadline = wait_deadline;
 		w.progress = wait_progress;
 	}

@@ -110,9 +110,10 @@ struct urxe_backend_ops {
 	int (*open)(const struct urxe_backend_conf *conf, void **out);
 	void (*close)(void *b);
 	/*
-	 * Sends up to @n frames (at most URXE_BACKEND_SEND_MAX): how many were taken, or
-	 * -EAGAIN (no room: retry later), or another negative errno that
-	 * concerns f[0] alone.  Sets each taken frame's ip_id.
+	 * Sends up to @n frames (at most URXE_BACKEND_SEND_MAX): how many
+	 * were taken, or -EAGAIN (no room: retry later), or another
+	 * negative errno that concerns f[0] alone.  Sets each taken frame's
+	 * ip_id.
 	 */
 	int (*send)(void *b, struct urxe_frame_desc *f, unsigned int n);
 	/*

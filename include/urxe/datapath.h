@@ -7,8 +7,10 @@
  * merge, URXE_PCAP, retries and lost-packet accounting — and received
  * frames up to the engine: receive batching, GRO split, capture.  It also
  * owns waiting on the descriptors and deadlines (urxe_dp_wait).  The
- * provider chooses the backend and wires the engine's xmit and rx_poll
- * here; nothing in it knows a verbs object or the engine's internals.
+ * provider chooses the backend and makes the engine's xmit, rx_poll and
+ * sport these functions (their context, the engine's io_priv, is the
+ * struct urxe_dp); nothing here knows a verbs object or the engine's
+ * internals.
  */
 #ifndef URXE_DATAPATH_H
 #define URXE_DATAPATH_H
@@ -24,12 +26,14 @@
 #include <urxe/wire.h>
 
 struct urxe_dp;
+struct urxe_engine;
 
 /*
- * Where received packets go (the engine): @input takes one packet
+ * Where received packets go (the engine, @ctx): @input takes one packet
  * (@roce is BTH .. ICRC); @mcast_group names the group of a loopback
  * multicast copy, for captures (may be NULL); @clock is the receiver's
- * time for backends without kernel receive stamps.
+ * time for backends without kernel receive stamps.  @sent (may be NULL)
+ * tells @owner that a transmit batch went, whatever the wire did with it.
  */
 struct urxe_dp_sink {
 	void (*input)(void *ctx, const uint8_t *roce, uint32_t len,
@@ -39,6 +43,8 @@ struct urxe_dp_sink {
 			    union ibv_gid *group);
 	uint64_t (*clock)(void *ctx);
 	void *ctx;
+	void (*sent)(void *owner);
+	void *owner;
 };
 
 struct urxe_dp_conf {
@@ -51,7 +57,6 @@ struct urxe_dp_conf {
 	/* URXE_FAULTS as read at the device's open, or NULL */
 	const struct urxe_faults_conf *faults;
 	struct urxe_stats_rec *stats;		/* the counters, or NULL */
-	struct urxe_dp_sink sink;
 };
 
 /*
@@ -64,11 +69,20 @@ int urxe_dp_faults_read(const char *name, struct urxe_faults_conf *conf,
 			bool *set);
 
 /*
- * Opens the backend, and URXE_FAULTS' injector and URXE_PCAP's capture
- * with it.  URXE_GSO=0, or fault injection, turns GSO off.
+ * A device's data path, made with the device (@conf's pointers must
+ * outlive it), bound later; its sink comes once the engine exists.
  */
-int urxe_dp_open(const struct urxe_dp_conf *conf, struct urxe_dp **out);
-/* Closes it all (the engine no longer calls in). */
+int urxe_dp_create(const struct urxe_dp_conf *conf, struct urxe_dp **out);
+void urxe_dp_set_sink(struct urxe_dp *dp, const struct urxe_dp_sink *sink);
+/*
+ * Opens the backend, and URXE_FAULTS' injector and URXE_PCAP's capture
+ * with it.  URXE_GSO=0, or fault injection, turns GSO off.  Unbind
+ * closes them again (a bind that failed further on).
+ */
+int urxe_dp_bind(struct urxe_dp *dp);
+void urxe_dp_unbind(struct urxe_dp *dp);
+bool urxe_dp_bound(const struct urxe_dp *dp);
+/* Closes it all and frees it (the engine no longer calls in). */
 void urxe_dp_close(struct urxe_dp *dp);
 /*
  * In a fork()ed child: closes the child's copies of the sockets; the
@@ -76,15 +90,18 @@ void urxe_dp_close(struct urxe_dp *dp);
  */
 void urxe_dp_forget(struct urxe_dp *dp);
 
-/* The engine's transmit: returns @n (clipped to a batch) or -EAGAIN. */
-int urxe_dp_xmit(struct urxe_dp *dp, struct urxe_pkt *pkts, unsigned int n);
-/* Reads up to @budget frames into the sink; returns how many. */
-int urxe_dp_rx_poll(struct urxe_dp *dp, int budget);
+/*
+ * The engine's ops->xmit, @dp a struct urxe_dp: returns @n (clipped to
+ * a batch), -EAGAIN (nothing could go), or -ENOTCONN (not bound).
+ */
+int urxe_dp_xmit(void *dp, struct urxe_pkt *pkts, unsigned int n);
+/* ops->rx_poll: reads up to @budget frames into the sink; how many. */
+int urxe_dp_rx_poll(void *dp, struct urxe_engine *eng, int budget);
+/* ops->sport: the UDP source port a packet asking for @sport leaves with. */
+uint16_t urxe_dp_sport(void *dp, uint16_t sport);
 
 /* The descriptors input arrives on (<= URXE_BACKEND_MAX_FDS). */
 unsigned int urxe_dp_rx_fds(struct urxe_dp *dp, int *fds);
-/* The UDP source port a packet asking for @sport leaves with. */
-uint16_t urxe_dp_sport(struct urxe_dp *dp, uint16_t sport);
 /* Packets a peer may have in flight toward us. */
 unsigned int urxe_dp_budget(struct urxe_dp *dp);
 /*
@@ -103,15 +120,15 @@ int urxe_dp_mcast(struct urxe_dp *dp, const uint8_t gid[16], bool join);
 /*
  * Waiting (ibv_get_cq_event, ibv_get_async_event): runs the engine's
  * progress while waiting up to @timeout_ms (-1: forever) for @fd to
- * become readable.  *@dp (may become non-NULL meanwhile: another
- * thread's first QP opens it) gives the sockets to watch; @watch_fd
+ * become readable.  @dp (NULL: none) gives the sockets to watch, once
+ * bound (maybe meanwhile: another thread's first QP binds it); @watch_fd
  * (-1: none) calls @on_watch when readable; @deadline and @progress
  * (may be NULL) are the engine's.  Returns 1 when @fd is readable, 0 on
  * timeout, or a negative errno (-EINTR: a signal handler ran).
  */
 struct urxe_dp_wait {
 	int fd;
-	struct urxe_dp *const *dp;
+	struct urxe_dp *dp;
 	int watch_fd;
 	void (*on_watch)(void *ctx);
 	uint64_t (*deadline)(void *ctx);

@@ -482,6 +482,11 @@ struct urxe_engine_conf {
 	const struct urxe_engine_ops *ops;
 	void *priv;
 	/*
+	 * The context of ops->xmit, ->rx_poll and ->sport, the frames' way
+	 * (the data path, datapath.h), or NULL: @priv.
+	 */
+	void *io_priv;
+	/*
 	 * The slot's shared statistics record (netdev.h), or NULL.  The
 	 * engine's counters then live in it, and the engine publishes its QP
 	 * table there: when a QP comes, goes or changes state, and at most
