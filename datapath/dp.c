@@ -50,13 +50,9 @@ int urxe_dp_create(const struct urxe_dp_conf *conf, struct urxe_dp **out)
 	dp->addr_index = conf->addr_index;
 	dp->faults_conf = conf->faults;
 	dp->stats = conf->stats;
+	dp->sink = conf->sink;
 	*out = dp;
 	return 0;
-}
-
-void urxe_dp_set_sink(struct urxe_dp *dp, const struct urxe_dp_sink *sink)
-{
-	dp->sink = *sink;
 }
 
 bool urxe_dp_bound(const struct urxe_dp *dp)

@@ -87,7 +87,8 @@ void dp_capture_mcast(struct urxe_dp *dp, const struct urxe_pkt *p,
  * address) is recorded as the sender records it: to its group, with a
  * comment on how it came (dp_capture_mcast()).
  */
-void dp_capture_rx(struct urxe_dp *dp, const struct urxe_frame_desc *in,
+void dp_capture_rx(struct urxe_dp *dp, struct urxe_engine *eng,
+		   const struct urxe_frame_desc *in,
 		   const struct urxe_rx_meta *meta)
 {
 	struct urxe_capture_pkt c = {
@@ -99,8 +100,7 @@ void dp_capture_rx(struct urxe_dp *dp, const struct urxe_frame_desc *in,
 	char note[128], a[INET6_ADDRSTRLEN];
 
 	if (dp->lo_copies && dp->sink.mcast_group &&
-	    dp->sink.mcast_group(dp->sink.ctx, in->buf, in->len, meta,
-				 &m.dgid)) {
+	    dp->sink.mcast_group(eng, in->buf, in->len, meta, &m.dgid)) {
 		if (urxe_gid_is_v4(in->dst))
 			inet_ntop(AF_INET, in->dst + 12, a, sizeof(a));
 		else

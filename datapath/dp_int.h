@@ -114,8 +114,9 @@ void dp_capture_pkt(struct urxe_dp *dp, const struct urxe_frame_desc *o,
 /* A loopback multicast send, as the group's frame (@k copies went). */
 void dp_capture_mcast(struct urxe_dp *dp, const struct urxe_pkt *p,
 		      unsigned int k, uint64_t when_us);
-/* A received packet @one (of frame @in's bytes), as @meta describes it. */
-void dp_capture_rx(struct urxe_dp *dp, const struct urxe_frame_desc *one,
+/* A received packet @one, as @meta describes it, for engine @eng. */
+void dp_capture_rx(struct urxe_dp *dp, struct urxe_engine *eng,
+		   const struct urxe_frame_desc *one,
 		   const struct urxe_rx_meta *meta);
 
 /* dp_mcast.c: loopback multicast fan-out. */

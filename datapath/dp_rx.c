@@ -118,9 +118,9 @@ static void describe(const struct urxe_frame_desc *in, uint64_t now_ns,
 	}
 }
 
-/* Frame @in's packets to the sink (a GRO datagram: several). */
-static void deliver(struct urxe_dp *dp, const struct urxe_frame_desc *in,
-		    struct urxe_rx_meta *meta)
+/* Frame @in's packets to @eng (a GRO datagram: several). */
+static void deliver(struct urxe_dp *dp, struct urxe_engine *eng,
+		    const struct urxe_frame_desc *in, struct urxe_rx_meta *meta)
 {
 	/* A GRO datagram: packets of gso_size, the last shorter. */
 	uint32_t off, seg = in->gso_size ? in->gso_size : in->len;
@@ -131,8 +131,8 @@ static void deliver(struct urxe_dp *dp, const struct urxe_frame_desc *in,
 		one.buf = in->buf + off;
 		one.len = in->len - off < seg ? in->len - off : seg;
 		if (dp->cap)
-			dp_capture_rx(dp, &one, meta);
-		dp->sink.input(dp->sink.ctx, one.buf, one.len, meta);
+			dp_capture_rx(dp, eng, &one, meta);
+		dp->sink.input(eng, one.buf, one.len, meta);
 		meta->ip_id_hint++;
 	}
 }
@@ -145,12 +145,11 @@ int urxe_dp_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 	int total = 0, n, i;
 	unsigned int want;
 
-	(void)eng;		/* the sink's context, since it was set */
 	if (!dp || !dp->b)
 		return 0;
 	/* Without the kernel's stamps: the engine's time of this round. */
 	if (!ops->rx_stamps)
-		now = dp->sink.clock(dp->sink.ctx);
+		now = dp->sink.clock(eng);
 	while (total < budget) {
 		want = (unsigned int)(budget - total) < ops->rx_batch ?
 		       (unsigned int)(budget - total) : ops->rx_batch;
@@ -172,7 +171,7 @@ int urxe_dp_rx_poll(void *priv, struct urxe_engine *eng, int budget)
 				continue;
 			describe(in, ops->rx_stamps ?
 				 arrival(now, real, in->rx_ns) : now, &meta);
-			deliver(dp, in, &meta);
+			deliver(dp, eng, in, &meta);
 		}
 		if (ops->recv_done)
 			ops->recv_done(dp->b);

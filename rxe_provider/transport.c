@@ -4,9 +4,9 @@
  * the data path beneath it (datapath/) over the backend the device's
  * configuration names, bound at the first QP or AH (lazy binding).  Here
  * the engine's injected operations are wired: xmit, rx_poll and sport
- * are the data path's own (the engine's io_priv is dev->dp), whose
- * received packets come back up through the sink; now is
- * CLOCK_MONOTONIC.  The backends differ above the data path only
+ * are the data path's own (the engine's io_priv is dev->dp), which hands
+ * received packets to the engine's own urxe_engine_input (its sink);
+ * now is CLOCK_MONOTONIC.  The backends differ above the data path only
  * in what the engine may ask: the packet backend's filter brings XRC
  * requests straight to their SRQ's owner, and it reaches no other
  * address of this host (flow.c).
@@ -66,25 +66,6 @@ static const struct urxe_engine_ops packet_ops = {
 	.xrc_watch = urxe_xrc_op_watch,
 };
 
-/* The data path's sink: the engine. */
-static void sink_input(void *ctx, const uint8_t *roce, uint32_t len,
-		       const struct urxe_rx_meta *meta)
-{
-	urxe_engine_input(ctx, roce, len, meta);
-}
-
-static bool sink_mcast_group(void *ctx, const uint8_t *roce, uint32_t len,
-			     const struct urxe_rx_meta *meta,
-			     union ibv_gid *group)
-{
-	return urxe_engine_mcast_group(ctx, roce, len, meta, group);
-}
-
-static uint64_t sink_clock(void *ctx)
-{
-	return urxe_engine_clock(ctx);
-}
-
 /* A transmit batch went: flow control's packets are no longer unsent. */
 static void sink_sent(void *owner)
 {
@@ -93,8 +74,8 @@ static void sink_sent(void *owner)
 
 /*
  * The data path exists from open, bound at the first QP or AH; the
- * engine's frames go through it, and it hands received ones to the
- * engine.
+ * engine's frames go through it (its io_priv), and it hands received
+ * ones to the engine that polls it.
  */
 int urxe_dev_transport_init(struct urxe_dev *dev)
 {
@@ -108,6 +89,13 @@ int urxe_dev_transport_init(struct urxe_dev *dev)
 		.addr_index = dev->slot.addr_index,
 		.faults = dev->faults_set ? &dev->faults_conf : NULL,
 		.stats = dev->stats,
+		/* Received packets go straight to the engine that polls. */
+		.sink = {
+			.input = urxe_engine_input,
+			.mcast_group = urxe_engine_mcast_group,
+			.clock = urxe_engine_clock,
+			.sent = sink_sent, .owner = dev,
+		},
 	};
 	struct urxe_engine_conf conf = {
 		.slot = dev->slot.index,
@@ -117,10 +105,6 @@ int urxe_dev_transport_init(struct urxe_dev *dev)
 		       &packet_ops : &udp_ops,
 		.priv = dev,
 		.stats = dev->stats,
-	};
-	struct urxe_dp_sink sink = {
-		.input = sink_input, .mcast_group = sink_mcast_group,
-		.clock = sink_clock, .sent = sink_sent, .owner = dev,
 	};
 	int rc;
 
@@ -136,8 +120,6 @@ int urxe_dev_transport_init(struct urxe_dev *dev)
 		dev->dp = NULL;
 		return rc;
 	}
-	sink.ctx = dev->eng;
-	urxe_dp_set_sink(dev->dp, &sink);
 	return 0;
 }
 

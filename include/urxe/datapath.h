@@ -29,20 +29,22 @@ struct urxe_dp;
 struct urxe_engine;
 
 /*
- * Where received packets go (the engine, @ctx): @input takes one packet
- * (@roce is BTH .. ICRC); @mcast_group names the group of a loopback
- * multicast copy, for captures (may be NULL); @clock is the receiver's
- * time for backends without kernel receive stamps.  @sent (may be NULL)
- * tells @owner that a transmit batch went, whatever the wire did with it.
+ * Where received packets go: the engine that polls (urxe_dp_rx_poll's
+ * @eng), through its own functions, which the data path cannot name
+ * (it is the floor below): @input takes one packet (@roce is BTH ..
+ * ICRC), urxe_engine_input; @mcast_group names the group of a loopback
+ * multicast copy, for captures (may be NULL), urxe_engine_mcast_group;
+ * @clock is the receiver's time for backends without kernel receive
+ * stamps, urxe_engine_clock.  @sent (may be NULL) tells @owner that a
+ * transmit batch went, whatever the wire did with it (flow control).
  */
 struct urxe_dp_sink {
-	void (*input)(void *ctx, const uint8_t *roce, uint32_t len,
-		      const struct urxe_rx_meta *meta);
-	bool (*mcast_group)(void *ctx, const uint8_t *roce, uint32_t len,
-			    const struct urxe_rx_meta *meta,
+	void (*input)(struct urxe_engine *eng, const uint8_t *roce,
+		      uint32_t len, const struct urxe_rx_meta *meta);
+	bool (*mcast_group)(struct urxe_engine *eng, const uint8_t *roce,
+			    uint32_t len, const struct urxe_rx_meta *meta,
 			    union ibv_gid *group);
-	uint64_t (*clock)(void *ctx);
-	void *ctx;
+	uint64_t (*clock)(struct urxe_engine *eng);
 	void (*sent)(void *owner);
 	void *owner;
 };
@@ -57,6 +59,7 @@ struct urxe_dp_conf {
 	/* URXE_FAULTS as read at the device's open, or NULL */
 	const struct urxe_faults_conf *faults;
 	struct urxe_stats_rec *stats;		/* the counters, or NULL */
+	struct urxe_dp_sink sink;
 };
 
 /*
@@ -70,10 +73,9 @@ int urxe_dp_faults_read(const char *name, struct urxe_faults_conf *conf,
 
 /*
  * A device's data path, made with the device (@conf's pointers must
- * outlive it), bound later; its sink comes once the engine exists.
+ * outlive it), bound later.
  */
 int urxe_dp_create(const struct urxe_dp_conf *conf, struct urxe_dp **out);
-void urxe_dp_set_sink(struct urxe_dp *dp, const struct urxe_dp_sink *sink);
 /*
  * Opens the backend, and URXE_FAULTS' injector and URXE_PCAP's capture
  * with it.  URXE_GSO=0, or fault injection, turns GSO off.  Unbind
@@ -95,7 +97,7 @@ void urxe_dp_forget(struct urxe_dp *dp);
  * a batch), -EAGAIN (nothing could go), or -ENOTCONN (not bound).
  */
 int urxe_dp_xmit(void *dp, struct urxe_pkt *pkts, unsigned int n);
-/* ops->rx_poll: reads up to @budget frames into the sink; how many. */
+/* ops->rx_poll: reads up to @budget frames into @eng; how many. */
 int urxe_dp_rx_poll(void *dp, struct urxe_engine *eng, int budget);
 /* ops->sport: the UDP source port a packet asking for @sport leaves with. */
 uint16_t urxe_dp_sport(void *dp, uint16_t sport);
