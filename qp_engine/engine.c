@@ -36,6 +36,7 @@ int urxe_engine_create(const struct urxe_engine_conf *conf,
 	}
 	eng->ops = conf->ops;
 	eng->priv = conf->priv;
+	eng->io_priv = conf->io_priv ? conf->io_priv : conf->priv;
 	eng->slot = conf->slot;
 	snprintf(eng->name, sizeof(eng->name), "%s",
 		 conf->name ? conf->name : "urxe");

@@ -40,6 +40,7 @@ struct urxe_engine {
 	atomic_bool input_wanted;
 	const struct urxe_engine_ops *ops;
 	void *priv;
+	void *io_priv;			/* xmit, rx_poll, sport: conf's */
 	unsigned int slot;
 	char name[32];			/* the device's, for messages */
 	union ibv_gid gid0;

@@ -243,7 +243,7 @@ static int progress_locked(struct urxe_engine *eng, enum prog_mode mode,
 		}
 		/* Input first: a late ACK waiting in the socket is not a loss. */
 		n = eng->ops->rx_poll ?
-		    eng->ops->rx_poll(eng->priv, eng, 64) : 0;
+		    eng->ops->rx_poll(eng->io_priv, eng, 64) : 0;
 		if (n > 0)
 			did = 1;
 		urxe_timers_run(eng);

@@ -245,7 +245,7 @@ static void input_arrived(struct urxe_engine *eng)
 	eng->clk.clock_ns = urxe_now(eng);
 	eng->clk.clock_valid = true;
 	do
-		n = eng->ops->rx_poll(eng->priv, eng, 64);
+		n = eng->ops->rx_poll(eng->io_priv, eng, 64);
 	while (n >= 64 && --rounds);
 	eng->clk.clock_valid = false;
 }

@@ -46,8 +46,8 @@ static struct urxe_pkt *pkt_start(struct urxe_engine *eng,
 
 	pkt->dgid = *path->dgid;
 	pkt->sgid = *path->sgid;
-	pkt->sport = eng->ops->sport ? eng->ops->sport(eng->priv, path->sport)
-				     : path->sport;
+	pkt->sport = eng->ops->sport ?
+		     eng->ops->sport(eng->io_priv, path->sport) : path->sport;
 	pkt->tclass = path->tclass;
 	pkt->hop_limit = path->hop_limit;
 	buf[1] = (uint8_t)((buf[1] & ~0x30) | pad << 4);
@@ -130,7 +130,7 @@ void urxe_tx_flush(struct urxe_engine *eng)
 	if (!eng->txb.ntx)
 		return;		/* an idle poll's */
 	while (done < eng->txb.ntx) {
-		n = eng->ops->xmit(eng->priv, eng->txb.tx + done,
+		n = eng->ops->xmit(eng->io_priv, eng->txb.tx + done,
 				   eng->txb.ntx - done);
 		if (n <= 0) {
 			/* Full socket buffers: what is lost is retransmitted. */

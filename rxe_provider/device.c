@@ -322,13 +322,7 @@ void urxe_dev_after_fork_child(void)
 		/* The counters are the parent's: nothing here may add to them. */
 		urxe_stats_forget(dev->stats);
 		/* The parent owns the sockets; the engine thread stayed there. */
-		if (dev->udp)
-			urxe_udp_close(dev->udp);
-		dev->udp = NULL;
-		if (dev->pkt)
-			urxe_packet_close(dev->pkt);
-		dev->pkt = NULL;
-		dev->nudp_fds = 0;
+		urxe_dp_forget(dev->dp);
 		/* Our copies of its netlink sockets (flow.c): nothing asks. */
 		urxe_dev_flow_free(dev);
 		dev->dead = true;

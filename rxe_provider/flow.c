@@ -38,7 +38,6 @@
 #include <urxe/util.h>
 
 #include "provider_int.h"
-#include "transport_packet.h"
 
 #define FLOW_DSTS 16			/* destinations remembered */
 #define FLOW_RETRY_NS 20000ull		/* no room: ask again after */
@@ -115,7 +114,8 @@ static void presence_open(struct urxe_dev *dev, struct flow_dst *d)
 	};
 	int fd, zero = 0;
 
-	if (!dev->pkt || !urxe_gid_is_v4(d->gid.raw))
+	if (dev->desc.backend != URXE_BACKEND_PACKET ||
+	    !urxe_gid_is_v4(d->gid.raw))
 		return;
 	memcpy(&dst.sin_addr, d->gid.raw + 12, 4);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -337,7 +337,8 @@ uint64_t urxe_dev_tx_wait(void *priv, const union ibv_gid *dgid, uint32_t len)
 	struct urxe_flow *f;
 	struct flow_dst *d;
 	/* A packet backend's packet costs the receiver's sink its token. */
-	int64_t cost = truesize_bound(dev->pkt ? 1 : len);
+	int64_t cost = truesize_bound(dev->desc.backend == URXE_BACKEND_PACKET ?
+				      1 : len);
 	uint64_t now;
 
 	if (urxe_gid_is_mcast(dgid->raw) || !(f = flow_get(dev)))

@@ -61,8 +61,7 @@ static int instance_group(struct urxe_dev *dev, const union ibv_gid *gid,
 	if (dev->dead)
 		return join ? -EIO : 0;
 	if (!dev_loopback(dev))
-		return dev->pkt ? urxe_packet_mcast(dev->pkt, gid->raw, join) :
-				  urxe_udp_mcast(dev->udp, gid->raw, join);
+		return urxe_dp_mcast(dev->dp, gid->raw, join);
 	if (join)
 		return urxe_mcast_join(dev->desc.rundir, &dev->slot, gid->raw);
 	return urxe_mcast_leave(dev->desc.rundir, &dev->slot, gid->raw);
@@ -82,7 +81,7 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	if (qp->dev->dead)
 		return -EIO;			/* as every verb of a dead instance */
 	/* A QP binds the sockets: they are there. */
-	if (!qp->dev->udp && !qp->dev->pkt)
+	if (!urxe_dp_bound(qp->dev->dp))
 		return -ENOTCONN;
 	pthread_mutex_lock(&attach_lock);
 	rc = urxe_engine_mcast_attach(&qp->e, gid, URXE_MAX_MCAST_GRP,
@@ -128,35 +127,4 @@ void urxe_qp_mcast_detach_all(struct urxe_qp *qp)
 			instance_group(qp->dev, &gid, false);
 	}
 	pthread_mutex_unlock(&attach_lock);
-}
-
-/* ---- sending on loopback: a copy to each member slot ---- */
-
-bool urxe_dev_mcast_pkt(struct urxe_dev *dev, const struct urxe_pkt *p)
-{
-	return dev->iface.loopback && gid_is_mcast(&p->dgid);
-}
-
-/*
- * The copies keep the packet as the engine built it, ICRC included: it
- * was computed for the group address, which tells the receiver the group
- * (qp_engine/mcast.c).
- */
-unsigned int urxe_dev_mcast_copies(struct urxe_dev *dev,
-				   const struct urxe_pkt *p,
-				   union ibv_gid *dst,
-				   unsigned int max)
-{
-	unsigned int idx[64], i;
-	struct in_addr a;
-	int n;
-
-	if (max > 64)
-		max = 64;
-	n = urxe_mcast_members(dev->desc.rundir, p->dgid.raw, idx, max);
-	for (i = 0; n > 0 && i < (unsigned int)n; i++) {
-		a = urxe_slot_loopback_addr(idx[i]);
-		urxe_gid_from_v4(dst[i].raw, &a);
-	}
-	return n > 0 ? (unsigned int)n : 0;
 }

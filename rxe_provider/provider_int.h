@@ -27,17 +27,17 @@
 #define URXE_MAX_MCAST_QP_ATTACH 56
 #define URXE_MAX_AH 32768
 
-/* transport.c: the engine and sockets of an instance. */
+/* transport.c: the engine and data path of an instance. */
 struct urxe_dev;
 int urxe_dev_transport_init(struct urxe_dev *dev);
 /*
- * Reads URXE_FAULTS into dev->faults_conf (used when the sockets open):
- * 0, or -EINVAL, logged with the reason, when the spec is bad — the
- * device does not open then (a spec that injected nothing would let a
- * test of a lossy wire pass on a perfect one).
+ * Reads URXE_FAULTS into dev->faults_conf (used when the data path
+ * opens): 0, or -EINVAL when the spec is bad (urxe_dp_faults_read).
  */
 int urxe_dev_faults_read(struct urxe_dev *dev);
 void urxe_dev_transport_fini(struct urxe_dev *dev);
+/* The engine's clock (now): CLOCK_MONOTONIC, in ns; @priv unused. */
+uint64_t urxe_dev_now(void *priv);
 /*
  * flow.c: UC/UD flow control toward receive sockets of this host (the
  * engine's tx_wait, udp backend), and its end with the instance.
@@ -156,15 +156,6 @@ void urxe_import_add_mr(struct urxe_mr *mr);
 void urxe_import_del_mr(struct urxe_mr *mr);
 /* qp_ex.c: frees the batch state of a QP being destroyed. */
 void urxe_qpx_fini(struct urxe_qp *qp);
-/*
- * Loopback multicast: whether @p goes to a group, and where its copies go
- * (the slots the registry lists, at most @max, 64): their addresses in
- * @dst, returns how many.
- */
-bool urxe_dev_mcast_pkt(struct urxe_dev *dev, const struct urxe_pkt *p);
-unsigned int urxe_dev_mcast_copies(struct urxe_dev *dev,
-				   const struct urxe_pkt *p,
-				   union ibv_gid *dst, unsigned int max);
 /* Detaches @qp from every group (destroy, after the engine let it go). */
 void urxe_qp_mcast_detach_all(struct urxe_qp *qp);
 

@@ -73,5 +73,5 @@ if ! grep -q 'NEEDED.*\[libibverbs\.so\.1\]' <<<"$needed"; then
 	echo "FAIL: rdmacm does not NEED libibverbs.so.1"
 	fail=1
 fi
-[ $fail -ne 0 ] || echo "ok: rdmacm links libibverbs.so.1, holds code of no layer but ${may_hold//,/ }"
+[ $fail -ne 0 ] || echo "ok: rdmacm links libibverbs.so.1, holds code of no layer but:$(tr , " " <<<"${may_hold%,}")"
 exit $fail

@@ -16,12 +16,12 @@
  * Sending.  The engine computes every ICRC for ID 0 and DF set, what
  * Linux writes from an unconnected socket with IP_PMTUDISC_DO (tx.c).
  * Three things send other IDs, and each rewrites the ICRCs it changes:
- *  - A GSO send (the provider's flow merge, rxe_provider/transport.c):
+ *  - A GSO send (the data path's flow merge, datapath/dp_tx.c):
  *    the kernel gives segment i ID i.  urxe_ipid_gso() XORs each
  *    segment's ICRC from ID 0 to ID i, and a second call back (a send the
  *    kernel refused goes packet by packet).  The packet backend's GSO
  *    frames number their segments the same way (netdev/packet_gso.c).
- *  - A connected transmit socket (netdev/udp.c, which spares a route
+ *  - A connected transmit socket (netdev/udp_tx.c, which spares a route
  *    lookup per send) numbers its datagrams from a counter of its own:
  *    datagram j leaves with base + j, segment i of it with base + j + i.
  *    netdev learns the counter with a probe and rewrites the ICRCs for

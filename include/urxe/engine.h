@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <urxe/counters.h>
+#include <urxe/pkt.h>
 #include <urxe/wire.h>
 
 /* QPNs and SRQNs are slot << 14 | index: the slot is in every number. */
@@ -210,36 +212,7 @@ static inline bool urxe_cq_empty(struct urxe_cq_ring *r)
 	       atomic_load_explicit(&r->cons, memory_order_relaxed);
 }
 
-/* ---- counters, as kernel rxe names its hardware counters ---- */
-
-enum urxe_counter {
-	URXE_CNT_SENT_PKTS,
-	URXE_CNT_RCVD_PKTS,
-	URXE_CNT_DUPLICATE_REQUEST,
-	URXE_CNT_OUT_OF_SEQ_REQUEST,
-	URXE_CNT_RCV_RNR_ERR,
-	URXE_CNT_SND_RNR_ERR,
-	URXE_CNT_RCV_SEQ_ERR,
-	URXE_CNT_COMPLETER_RETRY_ERR,
-	URXE_CNT_RETRY_EXCEEDED_ERR,
-	URXE_CNT_RETRY_RNR_EXCEEDED_ERR,
-	URXE_CNT_SEND_ERR,
-	URXE_CNT_DROPPED,		/* malformed */
-	URXE_CNT_DROPPED_ICRC,		/* bad ICRC */
-	URXE_CNT_DROPPED_NO_QP,		/* no such QP, or another transport */
-	/*
-	 * What URXE_FAULTS did to the packets sent (the provider's transport
-	 * counts them): the device's only, never a QP's.
-	 */
-	URXE_CNT_FAULT_DROP,
-	URXE_CNT_FAULT_DUP,
-	URXE_CNT_FAULT_REORDER,
-	URXE_CNT_FAULT_CORRUPT,
-	URXE_CNT__COUNT,
-};
-
-/* The counters a QP has too (its row of `urxe stats --qp`): those before. */
-#define URXE_CNT__QP URXE_CNT_FAULT_DROP
+/* ---- counters (enum urxe_counter: counters.h) ---- */
 
 extern const char *const urxe_counter_names[URXE_CNT__COUNT];
 
@@ -475,17 +448,7 @@ int urxe_engine_srq_post(struct urxe_esrq *srq, struct ibv_recv_wr *wr,
 
 /* ---- the engine ---- */
 
-/* An outgoing packet: RoCE bytes from the BTH through the ICRC. */
-struct urxe_pkt {
-	union ibv_gid dgid;
-	union ibv_gid sgid;
-	uint16_t sport;
-	uint8_t tclass;
-	uint8_t hop_limit;
-	struct iovec iov[4];
-	unsigned int niov;
-	uint32_t len;
-};
+/* An outgoing packet (struct urxe_pkt): pkt.h, the data path's input. */
 
 struct urxe_engine_ops {
 	/* Sends @n packets; returns how many left, or a negative errno. */
@@ -542,6 +505,11 @@ struct urxe_engine_conf {
 	union ibv_gid gid0;		/* default source GID (UD without sgid) */
 	const struct urxe_engine_ops *ops;
 	void *priv;
+	/*
+	 * The context of ops->xmit, ->rx_poll and ->sport, the frames' way
+	 * (the data path, datapath.h), or NULL: @priv.
+	 */
+	void *io_priv;
 	/*
 	 * The slot's shared statistics record (host.h), or NULL.  The
 	 * engine's counters then live in it, and the engine publishes its QP

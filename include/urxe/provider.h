@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <urxe/datapath.h>
 #include <urxe/engine.h>
 #include <urxe/host.h>
 #include <urxe/netdev.h>
@@ -66,22 +67,12 @@ struct urxe_dev {
 	int refcnt;			/* under the instance list lock */
 	bool dead;			/* inherited across fork() */
 	struct urxe_dev *next;
-	/* transport: the engine exists from open; sockets come lazily */
+	/* transport: the engine exists from open; the data path comes lazily */
 	struct urxe_engine *eng;
 	pthread_mutex_t bind_lock;
-	struct urxe_udp *udp;		/* NULL until urxe_dev_bind() */
-	int udp_fds[URXE_UDP_MAX_FDS];	/* fixed once bound */
-	unsigned int nudp_fds;
-	struct urxe_packet *pkt;	/* backend packet: NULL until bound */
-	struct urxe_dev_rx *rx;		/* udp backend buffers (rx, GSO) */
-	struct urxe_dev_tx *tx;		/* fault injection scratch */
-	struct urxe_faults *faults;	/* URXE_FAULTS, or NULL */
-	struct urxe_faults_conf faults_conf;	/* ... as read at open */
+	struct urxe_dp *dp;		/* NULL until urxe_dev_bind() */
+	struct urxe_faults_conf faults_conf;	/* URXE_FAULTS as read at open */
 	bool faults_set;		/* ... if it was set */
-	struct urxe_capture *cap;	/* URXE_PCAP, or NULL */
-	bool gso;			/* send runs of packets as one (UDP GSO) */
-	atomic_bool ip_meta;		/* receives report TOS and TTL */
-	unsigned int gso_failures;	/* GSO sends refused in a row */
 	/* UC/UD flow control (flow.c), under the progress lock */
 	struct urxe_flow *flow;
 	bool flow_off;			/* no socket diagnostics here */
@@ -153,7 +144,8 @@ void urxe_dev_want_ip_meta(struct urxe_dev *dev);
 
 /*
  * Runs progress while waiting up to @timeout_ms (-1: forever) for @fd to
- * become readable: ibv_get_cq_event / ibv_get_async_event block here.
+ * become readable: ibv_get_cq_event / ibv_get_async_event block here
+ * (the data path's urxe_dp_wait, with this instance's engine and link).
  * Returns 1 when @fd is readable, 0 on timeout, or a negative errno
  * (-EINTR: a signal handler ran).
  */
