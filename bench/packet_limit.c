@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 {
 	struct urxe_iface ifa, ifb;
 	struct urxe_packet *a, *b;
-	struct urxe_packet_out o[BATCH];
+	struct urxe_frame_desc o[BATCH];
 	static uint8_t payload[9000];
 	uint8_t src[16], dst[16];
 	struct iovec iov;
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 	iov.iov_base = payload;
 	iov.iov_len = bytes;
 	for (i = 0; i < BATCH; i++)
-		o[i] = (struct urxe_packet_out){
+		o[i] = (struct urxe_frame_desc){
 			.dst = dst, .src = src, .sport = 0xc000,
 			.iov = &iov, .niov = 1,
 		};

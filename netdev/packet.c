@@ -154,7 +154,7 @@ static int flush(struct urxe_packet *p)
 }
 
 /* Builds out[0..] into ring frame @h: packets taken, or -errno. */
-static int build_frame(struct urxe_packet *p, const struct urxe_packet_out *out,
+static int build_frame(struct urxe_packet *p, const struct urxe_frame_desc *out,
 		       unsigned int n, struct tpacket2_hdr *h, const uint8_t *dmac)
 {
 	uint8_t *f = (uint8_t *)h + TX_DATA_OFF;
@@ -180,7 +180,7 @@ static int build_frame(struct urxe_packet *p, const struct urxe_packet_out *out,
 	return rc < 0 ? rc : (int)m;
 }
 
-int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
+int urxe_packet_send(struct urxe_packet *p, const struct urxe_frame_desc *out,
 		     unsigned int n, uint16_t *ip_id)
 {
 	unsigned int i = 0, j, m, queued = 0;

@@ -18,7 +18,6 @@
 
 struct pkt_be {
 	struct urxe_packet *p;
-	struct urxe_packet_out out[URXE_BACKEND_SEND_MAX];
 	uint16_t ip_id[URXE_BACKEND_SEND_MAX];
 	struct urxe_packet_in in[RX_BATCH];
 };
@@ -57,18 +56,7 @@ static int be_send(void *b, struct urxe_frame_desc *f, unsigned int n)
 	unsigned int i;
 	int rc;
 
-	for (i = 0; i < n; i++) {
-		struct urxe_packet_out *o = &be->out[i];
-
-		o->dst = f[i].dst;
-		o->src = f[i].src;
-		o->sport = f[i].sport;
-		o->tos = f[i].tos;
-		o->ack = f[i].ack;
-		o->iov = f[i].iov;
-		o->niov = f[i].niov;
-	}
-	rc = urxe_packet_send(be->p, be->out, n, be->ip_id);
+	rc = urxe_packet_send(be->p, f, n, be->ip_id);
 	for (i = 0; rc > 0 && i < (unsigned int)rc; i++)
 		f[i].ip_id = be->ip_id[i];
 	return rc;

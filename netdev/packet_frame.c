@@ -138,7 +138,7 @@ out_lib:
 /* ---- frames ---- */
 
 int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
-		      const struct urxe_packet_out *o, uint8_t *f, size_t cap,
+		      const struct urxe_frame_desc *o, uint8_t *f, size_t cap,
 		      unsigned int mtu)
 {
 	bool v4 = urxe_gid_is_v4(o->dst) && urxe_gid_is_v4(o->src);

@@ -51,7 +51,7 @@
 _Static_assert(sizeof(struct virtio_net_hdr) == URXE_PACKET_VNET_LEN,
 	       "the header the rings carry");
 
-static uint32_t iov_bytes(const struct urxe_packet_out *o)
+static uint32_t iov_bytes(const struct urxe_frame_desc *o)
 {
 	return (uint32_t)urxe_iov_len(o->iov, o->niov);
 }
@@ -145,7 +145,7 @@ bool urxe_packet_gso_probe(void)
 /* ---- sending ---- */
 
 /* The destination QPN (XRC requests: the SRQ number), or ~0 if unknown. */
-static uint32_t dest_of(const struct urxe_packet_out *o)
+static uint32_t dest_of(const struct urxe_frame_desc *o)
 {
 	const uint8_t *b = o->iov[0].iov_base;
 	size_t n = o->iov[0].iov_len;
@@ -163,7 +163,7 @@ static uint32_t dest_of(const struct urxe_packet_out *o)
 	       (uint32_t)b[at + 1] << 8 | b[at + 2];
 }
 
-unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
+unsigned int urxe_packet_gso_run(const struct urxe_frame_desc *o,
 				 unsigned int n, size_t room)
 {
 	uint32_t seg = iov_bytes(&o[0]), total = seg, len, d0;
@@ -173,7 +173,7 @@ unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
 	if (n < 2 || !o[0].niov || (d0 = dest_of(&o[0])) == ~0u)
 		return 1;
 	for (m = 1; m < n && m < GSO_MAX_SEGS; m++) {
-		const struct urxe_packet_out *x = &o[m];
+		const struct urxe_frame_desc *x = &o[m];
 
 		len = iov_bytes(x);
 		if (len > seg || !len || total + len > max ||
@@ -189,7 +189,7 @@ unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
 }
 
 int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
-			  const struct urxe_packet_out *o, unsigned int m,
+			  const struct urxe_frame_desc *o, unsigned int m,
 			  uint8_t *f, size_t cap, unsigned int mtu)
 {
 	struct virtio_net_hdr v = { 0 };

@@ -18,7 +18,6 @@
 struct udp_be {
 	struct urxe_udp *u;
 	bool gso;
-	struct urxe_udp_out out[URXE_BACKEND_SEND_MAX];
 	struct urxe_udp_in in[RX_BATCH];
 	uint8_t buf[RX_BATCH][RX_BUF];
 };
@@ -68,20 +67,7 @@ static int be_send(void *b, struct urxe_frame_desc *f, unsigned int n)
 	unsigned int i;
 	int rc;
 
-	for (i = 0; i < n; i++) {
-		struct urxe_udp_out *o = &be->out[i];
-
-		o->dst = f[i].dst;
-		o->src = f[i].src;
-		o->sport = f[i].sport;
-		o->tos = f[i].tos;
-		o->ttl = f[i].ttl;
-		o->gso_size = f[i].gso_size;
-		o->fixed_ids = f[i].fixed_ids;
-		o->iov = f[i].iov;
-		o->niov = f[i].niov;
-	}
-	rc = urxe_udp_send(be->u, be->out, n, NULL);
+	rc = urxe_udp_send(be->u, f, n, NULL);
 	/* Unconnected (a capture wants the IDs): ID 0, i on GSO segment i. */
 	for (i = 0; rc > 0 && i < (unsigned int)rc; i++)
 		f[i].ip_id = 0;

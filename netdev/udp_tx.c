@@ -12,7 +12,7 @@
  * socket; the receive socket when that could not be bound, or when @o
  * must keep the ICRCs it has and the pool socket is connected.
  */
-static int pick_sock(struct urxe_udp *u, const struct urxe_udp_out *o)
+static int pick_sock(struct urxe_udp *u, const struct urxe_frame_desc *o)
 {
 	int fam = urxe_gid_is_v4(o->dst) ? V4 : V6;
 	unsigned int k = o->sport % URXE_UDP_TX_POOL;
@@ -211,7 +211,7 @@ static int learn_id(struct urxe_udp *u, struct usock *s)
 
 /* Connects pool socket @s to @o's destination, if it may. */
 static void conn_open(struct urxe_udp *u, struct usock *s,
-		      const struct urxe_udp_out *o)
+		      const struct urxe_frame_desc *o)
 {
 	static const int sw = SOF_TIMESTAMPING_SOFTWARE;
 	union sa a;
@@ -250,7 +250,7 @@ static void conn_open(struct urxe_udp *u, struct usock *s,
  * a check.  Returns 0, or -EAGAIN (no room to probe: try later).
  */
 static int conn_prepare(struct urxe_udp *u, struct usock *s,
-			const struct urxe_udp_out *o)
+			const struct urxe_frame_desc *o)
 {
 	int rc;
 
@@ -273,7 +273,7 @@ static int conn_prepare(struct urxe_udp *u, struct usock *s,
 
 /* Source address (wildcard sockets only), TOS/class and TTL/hop limit. */
 static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
-		     const struct urxe_udp_out *o, struct msghdr *h)
+		     const struct urxe_frame_desc *o, struct msghdr *h)
 {
 	int tos = o->tos, ttl = o->ttl;
 	bool src = s->wildcard && o->src && urxe_gid_is_v4(o->src) == (s->fam == V4) &&
@@ -308,7 +308,7 @@ static void tx_cmsgs(const struct urxe_udp *u, const struct usock *s,
 }
 
 static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
-		       const struct urxe_udp_out *o, struct mmsghdr *m,
+		       const struct urxe_frame_desc *o, struct mmsghdr *m,
 		       union sa *name, union ctl *ctl)
 {
 	struct msghdr *h = &m->msg_hdr;
@@ -339,7 +339,7 @@ static void tx_prepare(const struct urxe_udp *u, const struct usock *s,
  * where they lie, or in a copy that @h then sends (wire/ipid.c).  false:
  * the datagram waits for the next sendmmsg.
  */
-static bool fix_ids(struct urxe_udp *u, const struct urxe_udp_out *o,
+static bool fix_ids(struct urxe_udp *u, const struct urxe_frame_desc *o,
 		    uint16_t base, struct msghdr *h)
 {
 	int r = urxe_ipid_fix_in_place(&u->fix, o->iov, o->niov, o->gso_size,
@@ -350,7 +350,7 @@ static bool fix_ids(struct urxe_udp *u, const struct urxe_udp_out *o,
 						  &h->msg_iovlen));
 }
 
-int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
+int urxe_udp_send(struct urxe_udp *u, const struct urxe_frame_desc *out,
 		  unsigned int n, uint16_t *sport_used)
 {
 	struct mmsghdr msg[BATCH];

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <urxe/backend.h>
+
 #define URXE_IFACE_MAX_ADDRS 14
 
 struct urxe_ifaddr {
@@ -169,28 +171,6 @@ unsigned int urxe_udp_rcvbuf(struct urxe_udp *u);
  */
 int urxe_udp_mcast(struct urxe_udp *u, const uint8_t *gid, bool join);
 
-/* One datagram to send: the RoCE bytes (BTH .. ICRC) in @iov. */
-struct urxe_udp_out {
-	const uint8_t *dst;		/* 16 bytes: a GID (IPv4-mapped or IPv6) */
-	const uint8_t *src;		/* 16 bytes: source GID to send from */
-	uint16_t sport;			/* desired UDP source port */
-	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
-	uint8_t ttl;			/* 0: the kernel default */
-	/*
-	 * GSO: nonzero, the iovec holds several RoCE packets of this size
-	 * (the last may be shorter), sent as one and split by the kernel
-	 * (UDP_SEGMENT), segment i with IPv4 ID i.
-	 */
-	uint16_t gso_size;
-	/*
-	 * The ICRCs must stay as they are (IDs 0, 1, ...): sent from an
-	 * unconnected socket.  Loopback multicast copies, checked exactly.
-	 */
-	bool fixed_ids;
-	const struct iovec *iov;
-	unsigned int niov;
-};
-
 /*
  * Sends up to @n datagrams (batched, sendmmsg).  Returns how many were
  * taken, or a negative errno (-EAGAIN: socket buffer full, retry later).
@@ -199,7 +179,7 @@ struct urxe_udp_out {
  * caller drops it or fails.  @sport_used (optional, n entries) receives
  * the source port really used (entries past the returned count: unset).
  */
-int urxe_udp_send(struct urxe_udp *u, const struct urxe_udp_out *out,
+int urxe_udp_send(struct urxe_udp *u, const struct urxe_frame_desc *out,
 		  unsigned int n, uint16_t *sport_used);
 /*
  * The source port a datagram for @sport would leave with: 0xC000 +
@@ -362,17 +342,6 @@ unsigned int urxe_packet_rx_since_tx(const struct urxe_packet *p,
  */
 int urxe_packet_mcast(struct urxe_packet *p, const uint8_t *gid, bool join);
 
-/* One packet to send: the RoCE bytes (BTH .. ICRC) in @iov. */
-struct urxe_packet_out {
-	const uint8_t *dst;		/* 16 bytes: a GID (IPv4-mapped or IPv6) */
-	const uint8_t *src;		/* 16 bytes: the source GID */
-	uint16_t sport;			/* UDP source port, used as is */
-	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
-	bool ack;			/* an acknowledgement, not an answer */
-	const struct iovec *iov;
-	unsigned int niov;
-};
-
 /*
  * Builds up to @n frames in the TX ring and flushes them with one send().
  * Returns how many were taken, or a negative errno: -EAGAIN when the ring
@@ -384,7 +353,7 @@ struct urxe_packet_out {
  * one super-frame, the i-th of a run with IPv4 ID i (its ICRC corrected
  * in the ring); @ip_id (optional, n entries) receives each packet's ID.
  */
-int urxe_packet_send(struct urxe_packet *p, const struct urxe_packet_out *out,
+int urxe_packet_send(struct urxe_packet *p, const struct urxe_frame_desc *out,
 		     unsigned int n, uint16_t *ip_id);
 /* Whether this instance sends and takes GSO super-frames. */
 bool urxe_packet_gso(const struct urxe_packet *p);
@@ -429,7 +398,7 @@ struct sock_fprog;
 int urxe_packet_filter_expr(unsigned int slot, char *buf, size_t len);
 int urxe_packet_filter_compile(unsigned int slot, struct sock_fprog *out);
 int urxe_packet_build(const uint8_t dmac[6], const uint8_t smac[6],
-		      const struct urxe_packet_out *o, uint8_t *f, size_t cap,
+		      const struct urxe_frame_desc *o, uint8_t *f, size_t cap,
 		      unsigned int mtu);
 int urxe_packet_parse(const uint8_t *f, uint32_t len,
 		      struct urxe_packet_in *in);
@@ -448,7 +417,7 @@ bool urxe_packet_gso_probe(void);
  * (addresses, port, class, destination QPN or XRC SRQ), all of o[0]'s
  * length but a shorter last, within @room bytes of RoCE data.
  */
-unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
+unsigned int urxe_packet_gso_run(const struct urxe_frame_desc *o,
 				 unsigned int n, size_t room);
 /*
  * Builds @o[0..m-1] into @f (@cap bytes) as a virtio_net_hdr and one
@@ -459,7 +428,7 @@ unsigned int urxe_packet_gso_run(const struct urxe_packet_out *o,
  * (header included) or -EMSGSIZE.
  */
 int urxe_packet_build_gso(const uint8_t dmac[6], const uint8_t smac[6],
-			  const struct urxe_packet_out *o, unsigned int m,
+			  const struct urxe_frame_desc *o, unsigned int m,
 			  uint8_t *f, size_t cap, unsigned int mtu);
 /*
  * A received frame @f (@len bytes) behind its virtio_net_hdr @vnet: fills

@@ -59,7 +59,7 @@ static int build(uint8_t *f, size_t cap, bool v6, uint8_t opcode,
 {
 	uint8_t src[16], dst[16], r[64];
 	struct iovec iov = { r, roce(r, opcode, dqpn, srqn) };
-	struct urxe_packet_out o = {
+	struct urxe_frame_desc o = {
 		.dst = dst, .src = src, .sport = 0xc123, .tos = tos,
 		.iov = &iov, .niov = 1,
 	};
@@ -155,7 +155,7 @@ START_TEST(build_too_big)
 	uint8_t f[4096], r[1500];
 	uint8_t g[16];
 	struct iovec iov = { r, sizeof(r) };
-	struct urxe_packet_out o = {
+	struct urxe_frame_desc o = {
 		.dst = g, .src = g, .iov = &iov, .niov = 1,
 	};
 
@@ -237,7 +237,7 @@ static uint32_t le32(const uint8_t *p)
 
 /* Four packets to slot-5 QPN 0x14001: three of 100 bytes, one of 60. */
 static void gso_pkts(uint8_t r[4][100], struct iovec *iov,
-		     struct urxe_packet_out *o, uint8_t *src, uint8_t *dst)
+		     struct urxe_frame_desc *o, uint8_t *src, uint8_t *dst)
 {
 	unsigned int i, j;
 
@@ -247,7 +247,7 @@ static void gso_pkts(uint8_t r[4][100], struct iovec *iov,
 			r[i][j] = (uint8_t)(i * 16 + j);
 		iov[i].iov_base = r[i];
 		iov[i].iov_len = i < 3 ? 100 : 60;
-		o[i] = (struct urxe_packet_out){
+		o[i] = (struct urxe_frame_desc){
 			.dst = dst, .src = src, .sport = 0xc123, .tos = 0x68,
 			.iov = &iov[i], .niov = 1,
 		};
@@ -258,7 +258,7 @@ START_TEST(gso_build)
 {
 	uint8_t f[1024], r[4][100], src[16], dst[16];
 	struct iovec iov[4];
-	struct urxe_packet_out o[5];
+	struct urxe_frame_desc o[5];
 	struct virtio_net_hdr v;
 	const uint8_t *e = f + URXE_PACKET_VNET_LEN, *ip = e + 14, *udp = ip + 20;
 	uint32_t s;
@@ -336,7 +336,7 @@ START_TEST(gso_split)
 {
 	uint8_t f[1024], r[4][100], src[16], dst[16];
 	struct iovec iov[4];
-	struct urxe_packet_out o[4];
+	struct urxe_frame_desc o[4];
 	struct urxe_packet_in in[4];
 	struct virtio_net_hdr v = { 0 };
 	unsigned int i;
@@ -433,7 +433,7 @@ START_TEST(rings_on_lo)
 	struct urxe_packet_in in[8];
 	uint8_t src[16], dst[16], r[3][64];
 	struct iovec iov[3];
-	struct urxe_packet_out o[3];
+	struct urxe_frame_desc o[3];
 	unsigned int i;
 	int rc;
 
@@ -456,7 +456,7 @@ START_TEST(rings_on_lo)
 		iov[i].iov_base = r[i];
 		iov[i].iov_len = roce(r[i], 0x64, qpn[i], 0);
 		r[i][20] = (uint8_t)i;
-		o[i] = (struct urxe_packet_out){
+		o[i] = (struct urxe_frame_desc){
 			.dst = dst, .src = src, .sport = 0xc000,
 			.iov = &iov[i], .niov = 1,
 		};
@@ -496,7 +496,7 @@ START_TEST(gso_rings_on_lo)
 	struct urxe_packet_in in[8];
 	uint8_t r[4][100], src[16], dst[16];
 	struct iovec iov[4];
-	struct urxe_packet_out o[4];
+	struct urxe_frame_desc o[4];
 	uint16_t id[4] = { 9, 9, 9, 9 };
 	unsigned int i;
 
@@ -541,7 +541,7 @@ START_TEST(lo_multicast_copies)
 	struct urxe_packet_in in[8];
 	uint8_t src[16], to6[16], grp[16], uni[16], r[2][64];
 	struct iovec iov[2];
-	struct urxe_packet_out o[2];
+	struct urxe_frame_desc o[2];
 	unsigned int i;
 
 	if (!private_lo())
@@ -562,7 +562,7 @@ START_TEST(lo_multicast_copies)
 		iov[i].iov_base = r[i];
 		iov[i].iov_len = roce(r[i], 0x64, 0xffffff, 0);
 		r[i][20] = (uint8_t)i;
-		o[i] = (struct urxe_packet_out){
+		o[i] = (struct urxe_frame_desc){
 			.dst = i ? grp : to6, .src = src, .sport = 0xc000,
 			.iov = &iov[i], .niov = 1,
 		};

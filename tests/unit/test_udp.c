@@ -196,7 +196,7 @@ static void teardown(void)
 START_TEST(batch_roundtrip)
 {
 	static uint8_t pay[NB][CAP];
-	struct urxe_udp_out out[NB];
+	struct urxe_frame_desc out[NB];
 	struct iovec iov[NB][3];
 	uint16_t used[NB];
 	unsigned int i, len[NB], seen = 0;
@@ -210,7 +210,7 @@ START_TEST(batch_roundtrip)
 		iov[i][1] = (struct iovec){ pay[i] + 12, len[i] / 2 - 12 };
 		iov[i][2] = (struct iovec){ pay[i] + len[i] / 2,
 					    len[i] - len[i] / 2 };
-		out[i] = (struct urxe_udp_out){
+		out[i] = (struct urxe_frame_desc){
 			.dst = pb.gid, .src = pa.gid, .sport = (uint16_t)(1000 + i),
 			.tos = 0x20, .ttl = 17, .iov = iov[i], .niov = 3,
 		};
@@ -296,7 +296,7 @@ START_TEST(sport_pool)
 
 	/* Each datagram really leaves from the pool port its sport names. */
 	for (k = 0; k < URXE_UDP_TX_POOL; k++) {
-		struct urxe_udp_out o = {
+		struct urxe_frame_desc o = {
 			.dst = pb.gid, .src = pa.gid, .iov = &iov, .niov = 1,
 			.sport = (uint16_t)(k + 7 * URXE_UDP_TX_POOL),
 		};
@@ -381,7 +381,7 @@ START_TEST(recv_one_after_empty)
 {
 	uint8_t pay[64];
 	struct iovec iov = { pay, sizeof(pay) };
-	struct urxe_udp_out o = { .dst = pb.gid, .src = pa.gid, .sport = 5,
+	struct urxe_frame_desc o = { .dst = pb.gid, .src = pa.gid, .sport = 5,
 				  .iov = &iov, .niov = 1 };
 	struct pollfd p = { .events = POLLIN };
 	int rfd[URXE_UDP_MAX_FDS];
@@ -424,7 +424,7 @@ START_TEST(ip_meta_on_demand)
 {
 	uint8_t pay[100];
 	struct iovec iov = { pay, sizeof(pay) };
-	struct urxe_udp_out o = { .dst = pb.gid, .src = pa.gid, .sport = 9,
+	struct urxe_frame_desc o = { .dst = pb.gid, .src = pa.gid, .sport = 9,
 				  .tos = 0x48, .ttl = 33, .iov = &iov, .niov = 1 };
 	int round, fd, rfd[URXE_UDP_MAX_FDS];
 
@@ -479,7 +479,7 @@ START_TEST(truncated)
 {
 	static uint8_t big[3000];
 	struct iovec iov = { big, sizeof(big) };
-	struct urxe_udp_out o = { .dst = pb.gid, .src = pa.gid,
+	struct urxe_frame_desc o = { .dst = pb.gid, .src = pa.gid,
 				  .iov = &iov, .niov = 1 };
 
 	fill(big, sizeof(big), 7);
@@ -511,7 +511,7 @@ START_TEST(flood_no_reader)
 {
 	static uint8_t pay[FLOOD_BATCH][CAP];
 	static uint8_t seen[FLOOD_MAX];
-	struct urxe_udp_out out[FLOOD_BATCH];
+	struct urxe_frame_desc out[FLOOD_BATCH];
 	struct iovec iov[FLOOD_BATCH];
 	unsigned int i, sent = 0, taken = 0, eagain = 0, got = 0, want;
 	int fds[URXE_UDP_MAX_FDS], rc, rcvbuf;
@@ -525,7 +525,7 @@ START_TEST(flood_no_reader)
 		for (i = 0; i < FLOOD_BATCH; i++) {
 			fill(pay[i], CAP, sent + i);
 			iov[i] = (struct iovec){ pay[i], CAP };
-			out[i] = (struct urxe_udp_out){
+			out[i] = (struct urxe_frame_desc){
 				.dst = pb.gid, .src = pa.gid, .sport = 1,
 				.iov = &iov[i], .niov = 1,
 			};
@@ -574,7 +574,7 @@ START_TEST(errors)
 	uint8_t v6[16];
 	uint8_t pay[32] = { 0 };
 	struct iovec iov = { pay, sizeof(pay) };
-	struct urxe_udp_out o[2] = {
+	struct urxe_frame_desc o[2] = {
 		{ .dst = pb.gid, .src = pa.gid, .iov = &iov, .niov = 1 },
 		{ .dst = v6, .src = pa.gid, .iov = &iov, .niov = 1 },
 	};
@@ -708,7 +708,7 @@ static int wild_roundtrip(struct urxe_udp *w, const char *src,
 {
 	uint8_t sg[16], dg[16], pay[200];
 	struct iovec iov = { pay, sizeof(pay) };
-	struct urxe_udp_out o = { .dst = dg, .src = sg, .sport = 3,
+	struct urxe_frame_desc o = { .dst = dg, .src = sg, .sport = 3,
 				  .tos = 0x20, .ttl = 17, .iov = &iov, .niov = 1 };
 	uint16_t used;
 	uint32_t seq;
@@ -903,7 +903,7 @@ START_TEST(connected_ids)
 	struct urxe_udp *ca = NULL, *cb = NULL;
 	uint8_t ga[16], gb[16], wire[2048];
 	struct iovec iov[8][2];
-	struct urxe_udp_out o[8];
+	struct urxe_frame_desc o[8];
 	struct sockaddr_in peer;
 	socklen_t alen = sizeof(peer);
 	uint16_t used[8], id0 = 0, wid;
@@ -918,7 +918,7 @@ START_TEST(connected_ids)
 	{
 		static uint8_t first[100], first_orig[100];
 		struct iovec fiov = { first, sizeof(first) };
-		struct urxe_udp_out fo = { .dst = gb, .src = ga, .sport = 1,
+		struct urxe_frame_desc fo = { .dst = gb, .src = ga, .sport = 1,
 					   .iov = &fiov, .niov = 1 };
 
 		fill(first, sizeof(first), 0x7100u);
@@ -946,7 +946,7 @@ START_TEST(connected_ids)
 		iov[i][0] = (struct iovec){ pkt[i], len[i] - (i < 4 ? 10 : 2) };
 		iov[i][1] = (struct iovec){ pkt[i] + iov[i][0].iov_len,
 					    i < 4 ? 10 : 2 };
-		o[i] = (struct urxe_udp_out){ .dst = gb, .src = ga, .sport = 1,
+		o[i] = (struct urxe_frame_desc){ .dst = gb, .src = ga, .sport = 1,
 					      .iov = iov[i], .niov = 2 };
 	}
 	/*
@@ -954,13 +954,13 @@ START_TEST(connected_ids)
 	 * waits for a sendmmsg of its own); 4-6: one GSO datagram; 7: fixed
 	 */
 	ck_assert_int_eq(urxe_udp_send(ca, &o[0], 1, &used[0]), 1);
-	struct urxe_udp_out twice[4] = { o[1], o[2], o[2], o[3] };
+	struct urxe_frame_desc twice[4] = { o[1], o[2], o[2], o[3] };
 
 	ck_assert_int_eq(urxe_udp_send(ca, twice, 4, NULL), 4);
 	used[1] = used[0];
 	struct iovec giov[6] = { iov[4][0], iov[4][1], iov[5][0], iov[5][1],
 				 iov[6][0], iov[6][1] };
-	struct urxe_udp_out g = o[4];
+	struct urxe_frame_desc g = o[4];
 
 	g.iov = giov;
 	g.niov = 6;
@@ -1071,7 +1071,7 @@ START_TEST(gso_gro)
 
 	for (i = 0; i < 3; i++)
 		fill(big[i], iov[i].iov_len, (uint32_t)i);
-	struct urxe_udp_out o = { .dst = gid_b, .src = gid_a, .sport = 1,
+	struct urxe_frame_desc o = { .dst = gid_b, .src = gid_a, .sport = 1,
 				  .gso_size = 1200, .iov = iov, .niov = 3 };
 	ck_assert_int_eq(urxe_udp_send(ga, &o, 1, NULL), 1);
 
