@@ -2,7 +2,7 @@
 /*
  * Multicast in the data path.  On loopback the udp backend has no IP
  * multicast between slots: an instance joins a group in the host-wide
- * registry (netdev/mcast.c), and a sender sends a unicast copy of each
+ * registry (host/mcast.c), and a sender sends a unicast copy of each
  * group packet to every member slot.  On a real interface (or with a
  * backend whose frames reach every instance) the backend joins itself
  * (the provider decides which: rxe_provider/mcast.c).
