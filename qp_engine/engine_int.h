@@ -15,6 +15,7 @@
 #include <urxe/log.h>
 #include <urxe/wire.h>
 
+#include "eqp.h"
 #include "verdict.h"
 
 #define URXE_QP_SLOTS (1u << URXE_QPN_INDEX_BITS)

@@ -13,6 +13,8 @@
 
 #include <urxe/engine.h>
 
+#include "eqp.h"
+
 static uint32_t pow2_at_least(uint32_t n)
 {
 	uint32_t p = 1;
@@ -52,6 +54,79 @@ void urxe_wq_fini(struct urxe_wq *q)
 	free(q->buf);
 	q->buf = NULL;
 	pthread_spin_destroy(&q->lock);
+}
+
+/* ---- the engine's QP and SRQ objects (eqp.h), rings and all ---- */
+
+int urxe_engine_qp_new(const struct ibv_qp_cap *cap, struct urxe_eqp **out)
+{
+	static const struct ibv_qp_cap none;
+	struct urxe_eqp *qp;
+	int rc;
+
+	if (!cap)
+		cap = &none;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	rc = urxe_wq_init(&qp->sq, cap->max_send_wr, cap->max_send_sge,
+			  cap->max_inline_data, sizeof(struct urxe_send_wqe));
+	if (rc)
+		goto err_free;
+	rc = urxe_wq_init(&qp->rq, cap->max_recv_wr, cap->max_recv_sge, 0,
+			  sizeof(struct urxe_recv_wqe));
+	if (rc)
+		goto err_sq;
+	*out = qp;
+	return 0;
+
+err_sq:
+	urxe_wq_fini(&qp->sq);
+err_free:
+	free(qp);
+	return rc;
+}
+
+void urxe_engine_qp_free(struct urxe_eqp *qp)
+{
+	if (!qp)
+		return;
+	urxe_wq_fini(&qp->sq);
+	urxe_wq_fini(&qp->rq);
+	free(qp);
+}
+
+int urxe_engine_srq_new(uint32_t max_wr, uint32_t max_sge,
+			struct urxe_esrq **out)
+{
+	struct urxe_esrq *srq = calloc(1, sizeof(*srq));
+	int rc;
+
+	if (!srq)
+		return -ENOMEM;
+	rc = urxe_wq_init(&srq->rq, max_wr, max_sge, 0,
+			  sizeof(struct urxe_recv_wqe));
+	if (rc) {
+		free(srq);
+		return rc;
+	}
+	*out = srq;
+	return 0;
+}
+
+void urxe_engine_srq_free(struct urxe_esrq *srq)
+{
+	if (!srq)
+		return;
+	urxe_wq_fini(&srq->rq);
+	free(srq);
+}
+
+void urxe_engine_srq_caps(struct urxe_esrq *srq, uint32_t *max_wr,
+			  uint32_t *max_sge)
+{
+	*max_wr = srq->rq.max_wr;
+	*max_sge = srq->rq.max_sge;
 }
 
 /* ---- posting: the producer side (urxe_engine_sq_*, *_post) ---- */

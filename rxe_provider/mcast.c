@@ -84,13 +84,13 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	if (!urxe_dp_bound(qp->dev->dp))
 		return -ENOTCONN;
 	pthread_mutex_lock(&attach_lock);
-	rc = urxe_engine_mcast_attach(&qp->e, gid, URXE_MAX_MCAST_GRP,
+	rc = urxe_engine_mcast_attach(qp->eobj, gid, URXE_MAX_MCAST_GRP,
 				      URXE_MAX_MCAST_QP_ATTACH);
 	if (rc == 1) {
 		/* The group is new here: the instance joins it. */
 		rc = instance_group(qp->dev, gid, true);
 		if (rc)
-			urxe_engine_mcast_detach(&qp->e, gid);
+			urxe_engine_mcast_detach(qp->eobj, gid);
 	}
 	pthread_mutex_unlock(&attach_lock);
 	return rc == -ENOSPC || rc == -ENOBUFS ? -ENOMEM : rc;
@@ -109,7 +109,7 @@ int urxe_qp_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 	if (qp->dev->dead)
 		return -EIO;
 	pthread_mutex_lock(&attach_lock);
-	rc = urxe_engine_mcast_detach(&qp->e, gid);
+	rc = urxe_engine_mcast_detach(qp->eobj, gid);
 	/* The group's last QP here left: so does the instance. */
 	if (rc == 1)
 		instance_group(qp->dev, gid, false);
@@ -122,8 +122,8 @@ void urxe_qp_mcast_detach_all(struct urxe_qp *qp)
 	union ibv_gid gid;
 
 	pthread_mutex_lock(&attach_lock);
-	while (!urxe_engine_mcast_first(&qp->e, &gid)) {
-		if (urxe_engine_mcast_detach(&qp->e, &gid) == 1)
+	while (!urxe_engine_mcast_first(qp->eobj, &gid)) {
+		if (urxe_engine_mcast_detach(qp->eobj, &gid) == 1)
 			instance_group(qp->dev, &gid, false);
 	}
 	pthread_mutex_unlock(&attach_lock);

@@ -155,15 +155,15 @@ void urxe_qp_post_event(struct urxe_qp *h, enum ibv_event_type type)
 /* Engine context, progress lock held: report the event, never block. */
 static void qp_fatal(struct urxe_eqp *e, enum ibv_event_type type)
 {
-	struct urxe_qp *qp = urxe_container_of(e, struct urxe_qp, e);
+	struct urxe_qp *qp = urxe_eqp_pub(e)->owner;
 
 	/* The engine says it at every flush in ERR: once per visit is news. */
 	if (type == IBV_EVENT_QP_LAST_WQE_REACHED &&
 	    atomic_exchange(&qp->last_wqe_reported, true))
 		return;
-	urxe_dbg("QP 0x%06x: async event %d", e->qpn, type);
+	urxe_dbg("QP 0x%06x: async event %d", qp->e->qpn, type);
 	/* A TGT QP's events go to each of its handles. */
-	if (e->type == IBV_QPT_XRC_RECV)
+	if (qp->e->type == IBV_QPT_XRC_RECV)
 		urxe_qp_tgt_event(qp, type);
 	else
 		urxe_qp_post_event(qp, type);
@@ -220,8 +220,9 @@ static void init_ibv_qp(struct urxe_qp *qp, struct ibv_context *ctx,
 static void init_eqp(struct urxe_qp *qp, struct ibv_pd *pd,
 		     struct ibv_xrcd *xrcd, const struct ibv_qp_init_attr *a)
 {
-	struct urxe_eqp *e = &qp->e;
+	struct urxe_eqp_pub *e = qp->e;
 
+	e->owner = qp;
 	e->type = a->qp_type;
 	/* A TGT QP checks keys against the PD of the SRQ each request names. */
 	e->pd = pd ? pd->handle : 0;
@@ -330,40 +331,36 @@ int urxe_qp_create_in(struct urxe_dev *dev, struct ibv_context *ctx,
 	qp->async = async;
 	atomic_init(&qp->events_reported, 0);
 	atomic_init(&qp->last_wqe_reported, false);
-	rc = urxe_wq_init(&qp->e.sq, u.cap.max_send_wr, u.cap.max_send_sge,
-			  u.cap.max_inline_data, sizeof(struct urxe_send_wqe));
+	rc = urxe_engine_qp_new(&u.cap, &qp->eobj);
 	if (rc)
 		goto err_free;
-	rc = urxe_wq_init(&qp->e.rq, u.cap.max_recv_wr, u.cap.max_recv_sge, 0,
-			  sizeof(struct urxe_recv_wqe));
-	if (rc)
-		goto err_sq;
+	qp->e = urxe_eqp_pub(qp->eobj);
 	init_eqp(qp, pd, xrcd, &u);
 	if (u.srq) {
-		rc = urxe_engine_srq_attach(&qp->e, &to_usrq(u.srq)->e);
+		rc = urxe_engine_srq_attach(qp->eobj, to_usrq(u.srq)->eobj);
 		if (rc)
-			goto err_rq;
+			goto err_eqp;
 	}
 	init_ibv_qp(qp, ctx, pd, &u);
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->init = u;
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;
-	qp->attr.path_mtu = urxe_mtu_to_enum(qp->e.attr.path_mtu);
+	qp->attr.path_mtu = urxe_mtu_to_enum(qp->e->attr.path_mtu);
 	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
 	qp->attr.cap = u.cap;
 	/* Publishes the QP: everything the engine may touch is set by now. */
-	rc = urxe_engine_qp_add(dev->eng, &qp->e);
+	rc = urxe_engine_qp_add(dev->eng, qp->eobj);
 	if (rc)
 		goto err_locks;
-	qp->vqp.qp_base.qp_num = qp->e.qpn;
-	qp->vqp.qp_base.handle = qp->e.qpn;
+	qp->vqp.qp_base.qp_num = qp->e->qpn;
+	qp->vqp.qp_base.handle = qp->e->qpn;
 	hold_refs(&qp->vqp.qp_base);
 	/* ibv_open_qp(3) finds it from now on. */
 	if (u.qp_type == IBV_QPT_XRC_RECV)
 		urxe_qp_tgt_publish(qp, to_uxrcd(xrcd));
 	attr->cap = u.cap;
-	urxe_dbg("%s: QP 0x%06x (%s) created", dev->desc.name, qp->e.qpn,
+	urxe_dbg("%s: QP 0x%06x (%s) created", dev->desc.name, qp->e->qpn,
 		 type_name(u.qp_type));
 	*out = &qp->vqp.qp_base;
 	return 0;
@@ -372,11 +369,9 @@ err_locks:
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->vqp.qp_base.mutex);
 	pthread_cond_destroy(&qp->vqp.qp_base.cond);
-	urxe_engine_srq_detach(&qp->e);
-err_rq:
-	urxe_wq_fini(&qp->e.rq);
-err_sq:
-	urxe_wq_fini(&qp->e.sq);
+	urxe_engine_srq_detach(qp->eobj);
+err_eqp:
+	urxe_engine_qp_free(qp->eobj);
 err_free:
 	free(qp);
 	return rc;
@@ -422,14 +417,13 @@ void urxe_qp_release(struct urxe_qp *qp)
 	struct ibv_qp *ibqp = &qp->vqp.qp_base;
 
 	/* After this the engine neither touches the QP nor reports on it. */
-	urxe_engine_qp_remove(qp->e.eng, &qp->e);
+	urxe_engine_qp_remove(qp->e->eng, qp->eobj);
 	urxe_qp_mcast_detach_all(qp);
 	urxe_qp_drain_events(qp);
 	drop_refs(ibqp);
 	if (ibqp->srq)
-		urxe_engine_srq_detach(&qp->e);
-	urxe_wq_fini(&qp->e.sq);
-	urxe_wq_fini(&qp->e.rq);
+		urxe_engine_srq_detach(qp->eobj);
+	urxe_engine_qp_free(qp->eobj);
 	urxe_qpx_fini(qp);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
@@ -463,7 +457,7 @@ void urxe_qp_ack_async(struct ibv_qp *ibqp)
 /* The engine may move a QP to ERR (or SQE) on its own. */
 static enum ibv_qp_state cur_state(struct urxe_qp *qp)
 {
-	return __atomic_load_n(&qp->e.attr.state, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&qp->e->attr.state, __ATOMIC_ACQUIRE);
 }
 
 /* The attribute of @mask whose value is out of range, or 0. */
@@ -523,7 +517,7 @@ static struct urxe_ratelimit modify_rl;
 	do {                                                               \
 		if (urxe_log_ratelimit(&modify_rl, URXE_LOG_WARN))         \
 			urxe_warn("%s: modify_qp QP 0x%06x %s->%s: " fmt,   \
-				  (qp)->dev->desc.name, (qp)->e.qpn,       \
+				  (qp)->dev->desc.name, (qp)->e->qpn,       \
 				  urxe_qp_state_names[cur],                \
 				  urxe_qp_state_names[next], __VA_ARGS__); \
 	} while (0)
@@ -538,7 +532,7 @@ static void mask_refused(const struct urxe_qp *qp, int mask,
 	urxe_qp_mask_explain(cur, next, qp->vqp.qp_base.qp_type, mask, why,
 			     sizeof(why));
 	urxe_warn("%s: modify_qp QP 0x%06x %s->%s: %s", qp->dev->desc.name,
-		  qp->e.qpn, urxe_qp_state_names[cur],
+		  qp->e->qpn, urxe_qp_state_names[cur],
 		  urxe_qp_state_names[next], why);
 }
 
@@ -663,12 +657,12 @@ static void clean_cqs(struct urxe_qp *qp)
 	unsigned int n = 0;
 
 	if (ibqp->recv_cq)
-		n += urxe_cq_clean(ibqp->recv_cq, qp->e.qpn);
+		n += urxe_cq_clean(ibqp->recv_cq, qp->e->qpn);
 	if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
-		n += urxe_cq_clean(ibqp->send_cq, qp->e.qpn);
+		n += urxe_cq_clean(ibqp->send_cq, qp->e->qpn);
 	if (n)
 		urxe_dbg("QP 0x%06x: %u completions dropped with the reset",
-			 qp->e.qpn, n);
+			 qp->e->qpn, n);
 }
 
 static int check_modify(struct urxe_qp *qp, const struct ibv_qp_attr *a,
@@ -724,7 +718,7 @@ int urxe_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	else
 		emask |= IBV_QP_STATE;
 	to_engine_attr(attr, mask, &path, next, &ea);
-	rc = urxe_engine_qp_modify(&qp->e, &ea, emask);
+	rc = urxe_engine_qp_modify(qp->eobj, &ea, emask);
 	if (rc)
 		goto out;
 	/*
@@ -740,7 +734,7 @@ int urxe_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	qp->attr.qp_state = next;
 	ibqp->state = next;
 	if (next != cur)
-		urxe_dbg("QP 0x%06x: %s -> %s", qp->e.qpn,
+		urxe_dbg("QP 0x%06x: %s -> %s", qp->e->qpn,
 			 urxe_qp_state_names[cur], urxe_qp_state_names[next]);
 out:
 	pthread_mutex_unlock(&qp->lock);

@@ -91,7 +91,7 @@ static struct ibv_send_wr *open_wr(struct ibv_qp_ex *x, enum ibv_wr_opcode op,
 	close_wr(qp, b);
 	if (!(b->ops & flag)) {
 		urxe_dbg("QP 0x%06x: opcode %d not among its send_ops_flags",
-			 qp->e.qpn, op);
+			 qp->e->qpn, op);
 		fail(b, -EINVAL);
 	}
 	if (b->err)
@@ -112,7 +112,7 @@ static void refuse(struct ibv_qp_ex *x, const char *what)
 	struct urxe_qp *qp = xqp(x);
 
 	close_wr(qp, qp->wrb);
-	urxe_dbg("QP 0x%06x: %s is not supported", qp->e.qpn, what);
+	urxe_dbg("QP 0x%06x: %s is not supported", qp->e->qpn, what);
 	fail(qp->wrb, -EOPNOTSUPP);
 }
 
@@ -135,7 +135,7 @@ static void qpx_start(struct ibv_qp_ex *x)
 	struct urxe_qp *qp = xqp(x);
 	struct urxe_wr_batch *b = qp->wrb;
 
-	b->start = urxe_engine_sq_begin(&qp->e);
+	b->start = urxe_engine_sq_begin(qp->eobj);
 	b->err = 0;
 	b->open = false;
 	b->prod = b->start;
@@ -155,10 +155,10 @@ int urxe_qpx_complete(struct ibv_qp_ex *x)
 	if (!rc && posted && !urxe_qp_send_ready(qp))
 		rc = -EINVAL;
 	if (!rc && posted)
-		urxe_engine_sq_publish(&qp->e, b->prod);
-	urxe_engine_sq_end(&qp->e);
+		urxe_engine_sq_publish(qp->eobj, b->prod);
+	urxe_engine_sq_end(qp->eobj);
 	if (!rc && posted)
-		urxe_engine_kick(&qp->e);
+		urxe_engine_kick(qp->eobj);
 	return rc;
 }
 
@@ -167,7 +167,7 @@ static void qpx_abort(struct ibv_qp_ex *x)
 	struct urxe_qp *qp = xqp(x);
 
 	qp->wrb->open = false;
-	urxe_engine_sq_end(&qp->e);
+	urxe_engine_sq_end(qp->eobj);
 }
 
 /* ---- builders ---- */

@@ -21,7 +21,7 @@
 
 static enum ibv_qp_state qp_state(struct urxe_qp *qp)
 {
-	return __atomic_load_n(&qp->e.attr.state, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&qp->e->attr.state, __ATOMIC_ACQUIRE);
 }
 
 /* ---- send ---- */
@@ -87,11 +87,11 @@ static int check_bind_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr)
 static int check_send_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 			 uint64_t *len)
 {
-	struct urxe_wq *q = &qp->e.sq;
+	const struct ibv_qp_cap *cap = &qp->init.cap;	/* as granted */
 
-	if (!opcode_ok(qp->e.type, wr->opcode))
+	if (!opcode_ok(qp->e->type, wr->opcode))
 		return -EINVAL;
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > cap->max_send_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return -EINVAL;
 	*len = urxe_sge_len(wr->sg_list, wr->num_sge);
@@ -102,9 +102,9 @@ static int check_send_wr(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 	    (wr->num_sge != 1 || wr->sg_list[0].length != 8))
 		return -EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
-	    (!may_inline(wr->opcode) || *len > q->max_inline))
+	    (!may_inline(wr->opcode) || *len > cap->max_inline_data))
 		return -EINVAL;
-	if (qp->e.type == IBV_QPT_UD && !wr->wr.ud.ah)
+	if (qp->e->type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return -EINVAL;
 	return wr->opcode == IBV_WR_BIND_MW ? check_bind_wr(qp, wr) : 0;
 }
@@ -122,7 +122,7 @@ static void fill_ud(struct urxe_qp *qp, struct urxe_send_wqe *w,
 	w->remote_qpn = wr->wr.ud.remote_qpn & QPN_MASK;
 	/* IBA 10.2.5: a Q_Key with the high bit set means the QP's own. */
 	if (qkey & 0x80000000u)
-		qkey = __atomic_load_n(&qp->e.attr.qkey, __ATOMIC_RELAXED);
+		qkey = __atomic_load_n(&qp->e->attr.qkey, __ATOMIC_RELAXED);
 	w->remote_qkey = qkey;
 }
 
@@ -154,7 +154,7 @@ static void fill_send(struct urxe_qp *qp, struct urxe_send_wqe *w,
 		.status = IBV_WC_SUCCESS,
 	};
 	/* XRC: the SRQ the message goes to, sent as XRCETH (IBA A14.3.1). */
-	if (qp->e.type == IBV_QPT_XRC_SEND)
+	if (qp->e->type == IBV_QPT_XRC_SEND)
 		w->remote_qpn = wr->qp_type.xrc.remote_srqn & QPN_MASK;
 	if (wr->opcode == IBV_WR_SEND_WITH_INV ||
 	    wr->opcode == IBV_WR_LOCAL_INV)
@@ -174,7 +174,7 @@ static void fill_send(struct urxe_qp *qp, struct urxe_send_wqe *w,
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
-	} else if (qp->e.type == IBV_QPT_UD) {
+	} else if (qp->e->type == IBV_QPT_UD) {
 		fill_ud(qp, w, wr);
 	} else {
 		w->remote_addr = wr->wr.rdma.remote_addr;
@@ -224,7 +224,7 @@ int urxe_qp_send_fill(struct urxe_qp *qp, const struct ibv_send_wr *wr,
 	int rc;
 
 	rc = check_send_wr(qp, wr, &len);
-	if (!rc && !(w = urxe_engine_sq_slot(&qp->e, prod)))
+	if (!rc && !(w = urxe_engine_sq_slot(qp->eobj, prod)))
 		rc = -ENOMEM;
 	if (!rc)
 		fill_send(qp, w, wr, (uint32_t)len);
@@ -249,18 +249,18 @@ int urxe_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	prod = urxe_engine_sq_begin(&qp->e);
+	prod = urxe_engine_sq_begin(qp->eobj);
 	for (; wr; wr = wr->next, prod++, posted++) {
 		rc = urxe_qp_send_fill(qp, wr, prod);
 		if (rc) {
 			*bad = wr;
 			break;
 		}
-		urxe_engine_sq_publish(&qp->e, prod + 1);
+		urxe_engine_sq_publish(qp->eobj, prod + 1);
 	}
-	urxe_engine_sq_end(&qp->e);
+	urxe_engine_sq_end(qp->eobj);
 	if (posted)
-		urxe_engine_kick(&qp->e);
+		urxe_engine_kick(qp->eobj);
 	return rc;
 }
 
@@ -289,9 +289,9 @@ int urxe_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	rc = urxe_engine_rq_post(&qp->e, wr, bad, &posted);
+	rc = urxe_engine_rq_post(qp->eobj, wr, bad, &posted);
 	/* In ERR the engine flushes what was just posted. */
 	if (posted && s == IBV_QPS_ERR)
-		urxe_engine_kick(&qp->e);
+		urxe_engine_kick(qp->eobj);
 	return rc;
 }

@@ -43,31 +43,31 @@ static void tgt_share(struct urxe_qp *qp, struct urxe_xrcd *xrcd)
 
 	if (xrcd->entry < 0)
 		return;		/* a private domain */
-	if (urxe_xrc_dom_get(qp->dev, qp->e.xrcd, &qp->xdom))
+	if (urxe_xrc_dom_get(qp->dev, qp->e->xrcd, &qp->xdom))
 		goto err;
-	if (urxe_xrc_tgt_publish(qp->xdom, qp->e.qpn, &st)) {
+	if (urxe_xrc_tgt_publish(qp->xdom, qp->e->qpn, &st)) {
 		urxe_xrc_dom_put(qp->xdom);
 		qp->xdom = NULL;
 		goto err;
 	}
 	/* Nobody knows the QPN yet: the state is set without the lock. */
-	urxe_engine_tgt_seed(&qp->e, st);
+	urxe_engine_tgt_seed(qp->eobj, st);
 	pthread_mutex_lock(&qp->lock);
-	qp->e.shared = st;
+	qp->e->shared = st;
 	pthread_mutex_unlock(&qp->lock);
 	return;
 err:
 	urxe_err("%s: TGT QP 0x%06x: other processes of its XRC domain cannot open it",
-		 qp->dev->desc.name, qp->e.qpn);
+		 qp->dev->desc.name, qp->e->qpn);
 }
 
 /* The last handle of a TGT QP went: the domain forgets it. */
 static void tgt_unshare(struct urxe_qp *qp)
 {
 	if (qp->view)
-		urxe_xrc_view_del(qp->dev, &qp->e);
+		urxe_xrc_view_del(qp->dev, qp->eobj);
 	else if (qp->xdom)
-		urxe_xrc_tgt_unpublish(qp->xdom, qp->e.shared);
+		urxe_xrc_tgt_unpublish(qp->xdom, qp->e->shared);
 }
 
 void urxe_qp_tgt_publish(struct urxe_qp *qp, struct urxe_xrcd *xrcd)
@@ -138,14 +138,15 @@ void urxe_qp_tgt_close(struct urxe_qp *h)
 	urxe_qp_drain_events(h);
 	atomic_fetch_sub(&h->xrcd->users, 1);
 	if (h != qp) {
-		urxe_dbg("QP 0x%06x: a handle closed%s", qp->e.qpn,
+		urxe_dbg("QP 0x%06x: a handle closed%s", qp->e->qpn,
 			 last ? ", the last one" : "");
 		pthread_mutex_destroy(&ibh->mutex);
 		pthread_cond_destroy(&ibh->cond);
+		urxe_engine_qp_free(h->eobj);
 		free(h);
 	} else if (!last) {
 		urxe_dbg("QP 0x%06x: its creator's handle closed; it lives on in %u opened",
-			 qp->e.qpn, left);
+			 qp->e->qpn, left);
 	}
 	if (last) {
 		struct urxe_xrc_dom *d = qp->xdom;
@@ -167,11 +168,12 @@ void urxe_qp_tgt_close(struct urxe_qp *h)
  */
 static void view_fatal(struct urxe_eqp *e, enum ibv_event_type type)
 {
-	struct urxe_qp *qp = urxe_container_of(e, struct urxe_qp, e);
+	struct urxe_qp *qp = urxe_eqp_pub(e)->owner;
 
 	if (type == IBV_EVENT_QP_LAST_WQE_REACHED)
 		return;		/* a TGT QP is attached to no SRQ */
-	urxe_dbg("QP 0x%06x (hosted elsewhere): async event %d", e->qpn, type);
+	urxe_dbg("QP 0x%06x (hosted elsewhere): async event %d",
+		 urxe_eqp_pub(e)->qpn, type);
 	urxe_qp_tgt_event(qp, type);
 }
 
@@ -200,18 +202,19 @@ static int tgt_open_remote(struct urxe_dev *dev, uint64_t domain_id,
 	 * SRQs come here (relayed by the host), and run on the shared state.
 	 */
 	h->view = true;
-	h->e.eng = dev->eng;
-	h->e.xrcd = domain_id;
-	h->e.shared = st;
-	h->e.fatal = view_fatal;
-	h->e.sport = urxe_engine_qp_sport(qpn);
+	h->e->owner = h;
+	h->e->eng = dev->eng;
+	h->e->xrcd = domain_id;
+	h->e->shared = st;
+	h->e->fatal = view_fatal;
+	h->e->sport = urxe_engine_qp_sport(qpn);
 	if (pthread_mutex_lock(&st->lock) == EOWNERDEAD) {
 		st->broken = 1;		/* as urxe_tgt_begin() */
 		pthread_mutex_consistent(&st->lock);
 	}
-	h->e.attr = st->attr;
+	h->e->attr = st->attr;
 	pthread_mutex_unlock(&st->lock);
-	h->e.attr.sgid = dev->gids[0];
+	h->e->attr.sgid = dev->gids[0];
 	pthread_mutex_init(&h->lock, NULL);
 	h->creator_open = true;
 	h->nhandles = 1;
@@ -219,7 +222,7 @@ static int tgt_open_remote(struct urxe_dev *dev, uint64_t domain_id,
 	h->tgt_next = dev->tgt_qps;
 	dev->tgt_qps = h;
 	pthread_mutex_unlock(&dev->xrc_lock);
-	rc = urxe_xrc_view_add(dev, h->xdom, &h->e);
+	rc = urxe_xrc_view_add(dev, h->xdom, h->eobj);
 	if (rc) {
 		pthread_mutex_lock(&dev->xrc_lock);
 		handle_unlink(h, h);
@@ -245,7 +248,7 @@ static struct urxe_qp *tgt_find(struct urxe_dev *dev, uint64_t domain_id,
 	struct urxe_qp *qp;
 
 	for (qp = dev->tgt_qps; qp; qp = qp->tgt_next)
-		if (qp->e.qpn == qpn && qp->e.xrcd == domain_id)
+		if (qp->e->qpn == qpn && qp->e->xrcd == domain_id)
 			return qp;
 	return NULL;
 }
@@ -290,8 +293,8 @@ static void init_handle(struct urxe_qp *h, struct ibv_context *ctx,
 	q->events_completed = 0;
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
-	h->e.type = IBV_QPT_XRC_RECV;
-	h->e.qpn = a->qp_num;
+	h->e->type = IBV_QPT_XRC_RECV;
+	h->e->qpn = a->qp_num;
 	h->async = async;
 	h->xrcd = to_uxrcd(a->xrcd);
 	atomic_init(&h->events_reported, 0);
@@ -316,6 +319,12 @@ int urxe_qp_open(struct urxe_dev *dev, struct ibv_context *ctx,
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	rc = urxe_engine_qp_new(NULL, &h->eobj);
+	if (rc) {
+		free(h);
+		return rc;
+	}
+	h->e = urxe_eqp_pub(h->eobj);
 	h->dev = dev;
 	init_handle(h, ctx, attr, async);
 	domain = h->xrcd->domain_id;
@@ -344,6 +353,7 @@ err_free:
 	atomic_fetch_sub(&h->xrcd->users, 1);
 	pthread_mutex_destroy(&h->vqp.qp_base.mutex);
 	pthread_cond_destroy(&h->vqp.qp_base.cond);
+	urxe_engine_qp_free(h->eobj);
 	free(h);
 	return rc;
 }

@@ -85,7 +85,7 @@ static int check_init(struct urxe_dev *dev, struct ibv_context *ctx,
 /* Engine context, progress lock held: report the event, never block. */
 static void limit_reached(struct urxe_esrq *e)
 {
-	struct urxe_srq *srq = urxe_container_of(e, struct urxe_srq, e);
+	struct urxe_srq *srq = urxe_esrq_pub(e)->owner;
 	struct ibv_async_event ev = {
 		.element.srq = &srq->ibv,
 		.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
@@ -125,9 +125,9 @@ static int xrc_add(struct urxe_srq *srq, const struct ibv_srq_init_attr_ex *a)
 
 	srq->xrcd = to_uxrcd(a->xrcd);
 	srq->cq = to_ucq(a->cq);
-	srq->e.xrcd = srq->xrcd->domain_id;
-	srq->e.cq = &srq->cq->ring;
-	rc = urxe_engine_xsrq_add(srq->dev->eng, &srq->e);
+	srq->e->xrcd = srq->xrcd->domain_id;
+	srq->e->cq = &srq->cq->ring;
+	rc = urxe_engine_xsrq_add(srq->dev->eng, srq->eobj);
 	if (rc) {
 		urxe_err("%s: no number left for an XRC SRQ (QPs and XRC SRQs share %u)",
 			 srq->dev->desc.name, 1u << URXE_QPN_INDEX_BITS);
@@ -140,9 +140,9 @@ static int xrc_add(struct urxe_srq *srq, const struct ibv_srq_init_attr_ex *a)
 	if (srq->xrcd->entry >= 0) {
 		rc = urxe_dev_bind(srq->dev);
 		if (!rc)
-			rc = urxe_xrc_dom_get(srq->dev, srq->e.xrcd, &srq->xdom);
+			rc = urxe_xrc_dom_get(srq->dev, srq->e->xrcd, &srq->xdom);
 		if (!rc) {
-			rc = urxe_xrc_srq_publish(srq->xdom, srq->e.srqn,
+			rc = urxe_xrc_srq_publish(srq->xdom, srq->e->srqn,
 						  &srq->dev->gids[0]);
 			if (rc) {
 				urxe_xrc_dom_put(srq->xdom);
@@ -150,7 +150,7 @@ static int xrc_add(struct urxe_srq *srq, const struct ibv_srq_init_attr_ex *a)
 			}
 		}
 		if (rc) {
-			urxe_engine_xsrq_remove(srq->dev->eng, &srq->e);
+			urxe_engine_xsrq_remove(srq->dev->eng, srq->eobj);
 			return rc;
 		}
 	}
@@ -190,17 +190,18 @@ int urxe_srq_create(struct urxe_dev *dev, struct ibv_context *ctx,
 		rc = -ENOMEM;
 		goto err_count;
 	}
-	rc = urxe_wq_init(&srq->e.rq, attr->attr.max_wr, max_sge, 0,
-			  sizeof(struct urxe_recv_wqe));
+	rc = urxe_engine_srq_new(attr->attr.max_wr, max_sge, &srq->eobj);
 	if (rc)
 		goto err_free;
+	srq->e = urxe_esrq_pub(srq->eobj);
+	srq->e->owner = srq;
 	srq->dev = dev;
 	srq->async = async;
-	srq->e.eng = dev->eng;
-	srq->e.pd = attr->pd->handle;
-	srq->e.limit_reached = limit_reached;
+	srq->e->eng = dev->eng;
+	srq->e->pd = attr->pd->handle;
+	srq->e->limit_reached = limit_reached;
 	/* Created disarmed: srq_limit is not an input of ibv_create_srq(3). */
-	atomic_init(&srq->e.limit, 0);
+	atomic_init(&srq->e->limit, 0);
 	atomic_init(&srq->events_reported, 0);
 	atomic_init(&srq->users, 0);
 	pthread_mutex_init(&srq->lock, NULL);
@@ -222,7 +223,7 @@ err_init:
 	pthread_mutex_destroy(&srq->lock);
 	pthread_mutex_destroy(&srq->ibv.mutex);
 	pthread_cond_destroy(&srq->ibv.cond);
-	urxe_wq_fini(&srq->e.rq);
+	urxe_engine_srq_free(srq->eobj);
 err_free:
 	free(srq);
 err_count:
@@ -252,9 +253,9 @@ int urxe_srq_destroy(struct ibv_srq *ibsrq)
 		return -EBUSY;
 	/* No request reaches it after this; a message into it is dropped. */
 	if (srq->xdom)
-		urxe_xrc_srq_unpublish(srq->xdom, srq->e.srqn);
+		urxe_xrc_srq_unpublish(srq->xdom, srq->e->srqn);
 	if (srq->xrcd)
-		urxe_engine_xsrq_remove(srq->dev->eng, &srq->e);
+		urxe_engine_xsrq_remove(srq->dev->eng, srq->eobj);
 	if (srq->xdom)
 		urxe_xrc_dom_put(srq->xdom);
 	reported = atomic_load(&srq->events_reported);
@@ -272,7 +273,7 @@ int urxe_srq_destroy(struct ibv_srq *ibsrq)
 		atomic_fetch_sub(&srq->cq->users, 1);
 	}
 	atomic_fetch_sub(&srq->dev->nsrq, 1);
-	urxe_wq_fini(&srq->e.rq);
+	urxe_engine_srq_free(srq->eobj);
 	pthread_mutex_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
@@ -290,6 +291,15 @@ void urxe_srq_ack_async(struct ibv_srq *ibsrq)
 
 /* ---- modify and query ---- */
 
+/* The ring's size now (a resize changes it). */
+static uint32_t srq_max_wr(struct urxe_srq *srq)
+{
+	uint32_t max_wr, max_sge;
+
+	urxe_engine_srq_caps(srq->eobj, &max_wr, &max_sge);
+	return max_wr;
+}
+
 /*
  * Kernel rxe's rules (rxe_srq_chk_attr), judged on the state the modify
  * would leave: 1 .. max_srq_wr WRs, never fewer than an armed limit, and
@@ -299,9 +309,9 @@ static int check_modify(struct urxe_srq *srq, const struct ibv_srq_attr *a,
 			int mask)
 {
 	uint32_t max_wr = (mask & IBV_SRQ_MAX_WR) ? a->max_wr
-						  : srq->e.rq.max_wr;
+						  : srq_max_wr(srq);
 	uint32_t limit = (mask & IBV_SRQ_LIMIT) ? a->srq_limit
-				: atomic_load(&srq->e.limit);
+				: atomic_load(&srq->e->limit);
 
 	if (mask & ~SRQ_ATTR_MASK_ALL)
 		return -EINVAL;
@@ -324,11 +334,11 @@ int urxe_srq_modify(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	pthread_mutex_lock(&srq->lock);
 	rc = check_modify(srq, attr, mask);
 	/* The resize is the step that can fail (WRs posted beyond the size). */
-	if (!rc && (mask & IBV_SRQ_MAX_WR) && attr->max_wr != srq->e.rq.max_wr)
-		rc = urxe_engine_srq_resize(&srq->e, attr->max_wr);
+	if (!rc && (mask & IBV_SRQ_MAX_WR) && attr->max_wr != srq_max_wr(srq))
+		rc = urxe_engine_srq_resize(srq->eobj, attr->max_wr);
 	/* Arming: the responder checks it at each WQE it takes. */
 	if (!rc && (mask & IBV_SRQ_LIMIT))
-		atomic_store(&srq->e.limit, attr->srq_limit);
+		atomic_store(&srq->e->limit, attr->srq_limit);
 	pthread_mutex_unlock(&srq->lock);
 	if (rc)
 		urxe_dbg("SRQ %u: modify (mask 0x%x, max_wr %u, limit %u): %d",
@@ -344,10 +354,9 @@ int urxe_srq_query(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 		return -EINVAL;
 	srq = to_usrq(ibsrq);
 	pthread_mutex_lock(&srq->lock);
-	attr->max_wr = srq->e.rq.max_wr;
-	attr->max_sge = srq->e.rq.max_sge;
+	urxe_engine_srq_caps(srq->eobj, &attr->max_wr, &attr->max_sge);
 	/* 0 once the limit event fired: no longer armed (ibv_query_srq(3)). */
-	attr->srq_limit = atomic_load(&srq->e.limit);
+	attr->srq_limit = atomic_load(&srq->e->limit);
 	pthread_mutex_unlock(&srq->lock);
 	return 0;
 }
@@ -363,7 +372,7 @@ int urxe_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 {
 	unsigned int posted;
 
-	return urxe_engine_srq_post(&to_usrq(ibsrq)->e, wr, bad, &posted);
+	return urxe_engine_srq_post(to_usrq(ibsrq)->eobj, wr, bad, &posted);
 }
 
 int urxe_srq_get_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
@@ -378,6 +387,6 @@ int urxe_srq_get_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 			 ibsrq->handle);
 		return -EINVAL;
 	}
-	*srq_num = srq->e.srqn;
+	*srq_num = srq->e->srqn;
 	return 0;
 }

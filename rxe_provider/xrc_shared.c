@@ -403,7 +403,8 @@ static struct urxe_eqp *hidden_view_new(struct urxe_dev *dev, uint32_t qpn)
 {
 	struct urxe_tgt_shared *st = NULL;
 	struct urxe_xrc_dom *d;
-	struct urxe_eqp *qp;
+	struct urxe_eqp *eqp;
+	struct urxe_eqp_pub *qp;
 
 	pthread_mutex_lock(&doms_lock);
 	for (d = doms; d; d = d->next)
@@ -421,9 +422,9 @@ static struct urxe_eqp *hidden_view_new(struct urxe_dev *dev, uint32_t qpn)
 		views = v;
 		views_cap = cap;
 	}
-	qp = calloc(1, sizeof(*qp));
-	if (!qp)
+	if (urxe_engine_qp_new(NULL, &eqp))
 		return NULL;
+	qp = urxe_eqp_pub(eqp);
 	qp->eng = dev->eng;
 	qp->qpn = qpn;
 	qp->type = IBV_QPT_XRC_RECV;
@@ -432,11 +433,11 @@ static struct urxe_eqp *hidden_view_new(struct urxe_dev *dev, uint32_t qpn)
 	qp->sport = (uint16_t)(0xc000 | ((qpn * 2654435761u) >> 18));
 	qp->attr.sgid = dev->gids[0];
 	views[nviews++] = (struct xs_view){
-		.dev = dev, .dom = d, .qp = qp, .hidden = true,
+		.dev = dev, .dom = d, .qp = eqp, .hidden = true,
 	};
 	urxe_dbg("%s: XRC: requests of TGT QP %u (another process's) arrive here",
 		 dev->desc.name, qpn);
-	return qp;
+	return eqp;
 }
 
 struct urxe_eqp *urxe_xrc_view_find(struct urxe_dev *dev, uint32_t qpn)
@@ -446,8 +447,8 @@ struct urxe_eqp *urxe_xrc_view_find(struct urxe_dev *dev, uint32_t qpn)
 
 	pthread_mutex_lock(&views_lock);
 	for (i = 0; i < nviews; i++) {
-		if (views[i].dev == dev && views[i].qp->qpn == qpn &&
-		    !views[i].failed) {
+		if (views[i].dev == dev && !views[i].failed &&
+		    urxe_eqp_pub(views[i].qp)->qpn == qpn) {
 			qp = views[i].qp;
 			break;
 		}
@@ -477,7 +478,7 @@ static void hidden_views_drop(struct urxe_xrc_dom *d)
 		/* Unfindable now; the engine lets go of them here. */
 		for (i = 0; i < n; i++) {
 			urxe_engine_qp_remove(dev->eng, gone[i]);
-			free(gone[i]);
+			urxe_engine_qp_free(gone[i]);
 		}
 	} while (n == 64);
 }
@@ -489,14 +490,15 @@ void urxe_xrc_views_watch(struct urxe_dev *dev)
 	pthread_mutex_lock(&views_lock);
 	for (i = 0; i < nviews; i++) {
 		struct xs_view *v = &views[i];
+		struct urxe_eqp_pub *qp = urxe_eqp_pub(v->qp);
 
 		if (v->dev != dev || v->failed || !v->dom ||
-		    urxe_xrc_tgt_alive(v->dom, v->qp->shared, v->qp->qpn))
+		    urxe_xrc_tgt_alive(v->dom, qp->shared, qp->qpn))
 			continue;
 		/* The host is gone (or destroyed the QP): nobody answers. */
 		v->failed = true;
 		urxe_info("XRC: TGT QP %u: its host process is gone; the QP is in error",
-			  v->qp->qpn);
+			  qp->qpn);
 		urxe_engine_qp_fail(v->qp, IBV_EVENT_QP_FATAL);
 	}
 	pthread_mutex_unlock(&views_lock);
@@ -505,14 +507,15 @@ void urxe_xrc_views_watch(struct urxe_dev *dev)
 bool urxe_xrc_route(struct urxe_dev *dev, const struct urxe_eqp *qp,
 		    uint32_t srqn, union ibv_gid *gid)
 {
+	const struct urxe_eqp_pub *q = urxe_eqp_cpub(qp);
 	struct urxe_xrc_dom *d;
 	bool found = false;
 
-	if (!qp->shared)
+	if (!q->shared)
 		return false;	/* a private domain: this process only */
 	pthread_mutex_lock(&doms_lock);
 	for (d = doms; d; d = d->next) {
-		if (d->dev == dev && d->domain_id == qp->xrcd) {
+		if (d->dev == dev && d->domain_id == q->xrcd) {
 			found = urxe_xrc_srq_route(d, srqn, gid);
 			break;
 		}

@@ -121,64 +121,58 @@ struct urxe_recv_wqe {
 	struct urxe_sge sge[];
 };
 
-/*
- * A ring of fixed-size slots.  Indices run free; slot = index & mask.
- * prod is written by the poster (under lock), read by the engine; both
- * sides are the engine's code (posting: urxe_engine_sq_*, *_post).  The
- * provider sizes a ring (urxe_wq_init) and reads its limits, nothing
- * more.
- */
-struct urxe_wq {
-	uint8_t *buf;
-	uint32_t stride;		/* bytes per slot */
-	uint32_t mask;			/* slots - 1 (a power of two) */
-	uint32_t max_wr;		/* what the application may post */
-	uint32_t max_sge;
-	uint32_t max_inline;
-	pthread_spinlock_t lock;	/* posters */
-	_Atomic uint32_t prod;
-	_Atomic uint32_t cons;		/* retired: slots free again */
-};
-
-static inline void *urxe_wq_slot(struct urxe_wq *q, uint32_t idx)
-{
-	return q->buf + (size_t)(idx & q->mask) * q->stride;
-}
-
-int urxe_wq_init(struct urxe_wq *q, uint32_t max_wr, uint32_t max_sge,
-		 uint32_t max_inline, size_t hdr_size);
-void urxe_wq_fini(struct urxe_wq *q);
-
 /* ---- shared receive queues ---- */
 
 /*
- * A basic SRQ: one receive ring that any number of the engine's QPs
- * consume from.  Posters fill @rq (urxe_engine_srq_post) as a QP's own
- * receive queue; the engine consumes under the progress lock, one WQE per
- * message, which the QP then holds (urxe_eqp.srq_wqe) until it
- * completes.  The WQEs' lkeys are checked against the SRQ's PD.
+ * An SRQ as the provider sees it (the engine's whole struct urxe_esrq,
+ * ring and all, is private to qp_engine/): urxe_engine_srq_new() makes
+ * one, urxe_esrq_pub() gives these fields, which the provider sets before
+ * the SRQ is used and reads after.  They are a list (a macro) so that the
+ * engine's struct names them directly, through an anonymous struct.
+ * @pd is the PD handle for the receives' keys.
+ *
+ * @limit: the armed limit (IBV_SRQ_LIMIT), 0 when disarmed: when a WQE
+ * taken leaves fewer than this posted, the engine disarms it and calls
+ * @limit_reached once (progress lock held; must not block).
+ *
+ * XRC SRQs (IBA annex A14; urxe_engine_xsrq_add): @srqn is the number
+ * XRCETH names, @xrcd the domain whose TGT QPs deliver into it, @cq the
+ * ring its receives complete to.  Requests that name it are checked
+ * against @pd (rkeys and receive lkeys).  All 0/NULL for a basic SRQ.
+ * @owner is the provider's, for @limit_reached.
  */
-struct urxe_esrq {
-	struct urxe_engine *eng;
-	uint32_t pd;			/* PD handle for the receives' keys */
-	struct urxe_wq rq;
-	/*
-	 * The armed limit (IBV_SRQ_LIMIT), 0 when disarmed: when a WQE taken
-	 * leaves fewer than this posted, the engine disarms it and calls
-	 * @limit_reached once (progress lock held; must not block).
-	 */
-	_Atomic uint32_t limit;
-	void (*limit_reached)(struct urxe_esrq *srq);
-	/*
-	 * XRC SRQs (IBA annex A14; urxe_engine_xsrq_add): the number XRCETH
-	 * names, the domain whose TGT QPs deliver into it, and the ring its
-	 * receives complete to.  Requests that name it are checked against
-	 * @pd (rkeys and receive lkeys).  All 0/NULL for a basic SRQ.
-	 */
-	uint32_t srqn;
-	uint64_t xrcd;
-	struct urxe_cq_ring *cq;
+struct urxe_esrq;
+
+#define URXE_ESRQ_PUBLIC_FIELDS \
+	struct urxe_engine *eng; \
+	uint32_t pd; \
+	_Atomic uint32_t limit; \
+	void (*limit_reached)(struct urxe_esrq *srq); \
+	uint32_t srqn; \
+	uint64_t xrcd; \
+	struct urxe_cq_ring *cq; \
+	void *owner;
+
+struct urxe_esrq_pub {
+	URXE_ESRQ_PUBLIC_FIELDS
 };
+
+/* The public part of @srq: its first member. */
+static inline struct urxe_esrq_pub *urxe_esrq_pub(struct urxe_esrq *srq)
+{
+	return (struct urxe_esrq_pub *)(void *)srq;
+}
+
+/*
+ * A new SRQ with room for @max_wr receive WRs of @max_sge SGEs each,
+ * everything else 0; urxe_engine_srq_free() frees it (NULL: nothing).
+ * urxe_engine_srq_caps(): what it was sized (or resized) for.
+ */
+int urxe_engine_srq_new(uint32_t max_wr, uint32_t max_sge,
+			struct urxe_esrq **out);
+void urxe_engine_srq_free(struct urxe_esrq *srq);
+void urxe_engine_srq_caps(struct urxe_esrq *srq, uint32_t *max_wr,
+			  uint32_t *max_sge);
 
 
 /* ---- completion rings ---- */
@@ -281,136 +275,74 @@ struct urxe_tgt_shared {
 };
 
 /*
- * A QP's transport state by role, as the IBA (9.7) and kernel rxe group
- * it: the requester sends the send queue's WQEs, the completer retires
- * them as ACKs and responses come, the responder carries out requests.
- * Under the progress lock unless said otherwise.
+ * A QP as the provider sees it.  The engine's whole struct urxe_eqp — the
+ * work rings, and the requester, completer and responder state (grouped
+ * by role, as the IBA 9.7 and kernel rxe group it) — is private to
+ * qp_engine/ (eqp.h): urxe_engine_qp_new() makes one, urxe_eqp_pub()
+ * gives these fields, which the provider sets before urxe_engine_qp_add()
+ * and reads after.  They are a list (a macro) so that the engine's struct
+ * names them directly (qp->qpn), through an anonymous struct.
+ *
+ * @pd: the PD handle for key checks; @attr is under the progress lock;
+ * @sport the UDP source port (flow hash).
+ *
+ * XRC.  IBV_QPT_XRC_SEND (INI): a requester only, no receive queue; each
+ * send WQE names the remote SRQ in remote_qpn, sent as XRCETH.
+ * IBV_QPT_XRC_RECV (TGT): a responder only, no PD, queues or CQs of its
+ * own; each request's XRCETH names an XRC SRQ of domain @xrcd, whose
+ * receive WQEs, PD (rkeys) and CQ the message uses (the engine points
+ * its SRQ, @pd and @rcq at it for the message's duration, and allocates
+ * the receive WQE it holds, freed in urxe_engine_qp_remove()).  Responses
+ * and ACKs of both carry XRC opcodes (0xA0 + operation).  @shared: the
+ * state of a TGT QP of a shared domain, or NULL.
+ *
+ * @fatal: affiliated async events back to the provider (progress lock
+ * held, must not block): the errors, and IBV_EVENT_QP_LAST_WQE_REACHED
+ * each time an SRQ QP in ERR is flushed (the provider reports it once per
+ * visit to ERR).  @owner is the provider's, for @fatal.
  */
 struct urxe_eqp;
 
-struct urxe_req_state {
-	uint32_t sq_next;		/* next WQE to start */
-	uint32_t psn;			/* next PSN to send */
-	uint32_t rd_outstanding;	/* READs/atomics in flight */
-	uint32_t unacked_pkts;		/* since the last AckReq */
-	uint32_t resend_end;		/* after a rewind: the PSN it left */
-	bool resending;			/* ... and it is not there yet */
-	uint32_t resp_pkts;		/* READ response packets awaited */
-	/*
-	 * The engine's budget of packets in flight is shared by its QPs as
-	 * they need it: what this QP holds of it (urxe_budget_sync), and its
-	 * place on the list of QPs waiting for room.
-	 */
-	uint32_t budget_held;
-	bool budget_waiting;
-	struct urxe_eqp *budget_next;
-	/*
-	 * Packets in flight (read without the lock by posters): their ACKs
-	 * will bring progress, so a post may leave its packets to the next
-	 * poll and its batch.
-	 */
-	atomic_bool streaming;
-	/*
-	 * UC/UD waiting for room at a destination on this host (ops->tx_wait)
-	 * until then; 0: not waiting.
-	 */
-	uint64_t flow_deadline;
-	/*
-	 * RC/UC requester: the destination GID is an address of this host
-	 * nobody owns (no process, no socket): found by the provider at the
-	 * modify to RTR or by the completer at a retry timeout, and said
-	 * once (@dst_absent_said) at the default log level; the line when
-	 * the QP then fails says so too.
-	 */
-	atomic_bool dst_absent;
-	atomic_bool dst_absent_said;
+#define URXE_EQP_PUBLIC_FIELDS \
+	struct urxe_engine *eng; \
+	uint32_t qpn; \
+	enum ibv_qp_type type; \
+	uint32_t pd; \
+	bool sq_sig_all; \
+	struct urxe_cq_ring *scq; \
+	struct urxe_cq_ring *rcq; \
+	struct urxe_qp_attr attr; \
+	uint16_t sport; \
+	uint64_t xrcd; \
+	struct urxe_tgt_shared *shared; \
+	void (*fatal)(struct urxe_eqp *qp, enum ibv_event_type ev); \
+	void *owner;
+
+struct urxe_eqp_pub {
+	URXE_EQP_PUBLIC_FIELDS
 };
 
-struct urxe_comp_state {
-	uint32_t sq_comp;		/* oldest WQE not completed */
-	uint32_t last_retired_psn;	/* last PSN of the WQE before sq_comp */
-	uint32_t acked_psn;		/* next PSN not yet acknowledged */
-	uint64_t retx_deadline;		/* 0: no transport timer armed */
-	uint64_t progress_ns;		/* last forward progress (or start) */
-	uint32_t srtt_ns;		/* smoothed round trip, 0: unknown */
-	uint32_t rto_ns;		/* backed-off fast timer, 0: base */
-	uint64_t rtt_start;		/* the sample in flight: sent at */
-	uint32_t rtt_psn;		/* ... this PSN */
-	bool rtt_active;
-	uint64_t rnr_deadline;		/* 0: not waiting out an RNR NAK */
-	uint8_t retries_left;
-	uint8_t rnr_left;
-	/*
-	 * RC: since when retries have not been counted because the peer, on
-	 * this host, has not read what it was sent (0: not now).
-	 */
-	uint64_t stall_since;
-};
+/* The public part of @qp: its first member. */
+static inline struct urxe_eqp_pub *urxe_eqp_pub(struct urxe_eqp *qp)
+{
+	return (struct urxe_eqp_pub *)(void *)qp;
+}
 
-struct urxe_resp_state {
-	uint32_t epsn;			/* expected PSN */
-	uint32_t msn;
-	uint32_t rq_cur;		/* receive WQE being filled (multi-packet SEND) */
-	bool rq_active;
-	uint32_t rq_off;
-	struct urxe_mem *wr_mem;	/* multi-packet WRITE target */
-	uint64_t wr_va;
-	uint32_t wr_resid;
-	struct urxe_rd_res *rd_res;	/* max_dest_rd_atomic entries */
-	uint32_t rd_res_n;
-	uint32_t rd_res_next;
-	bool ack_pending;		/* an ACK to send at the end of the batch */
-	uint32_t ack_psn;
-	bool nak_seq_sent;		/* one PSN-sequence NAK per gap */
-};
+static inline const struct urxe_eqp_pub *
+urxe_eqp_cpub(const struct urxe_eqp *qp)
+{
+	return (const struct urxe_eqp_pub *)(const void *)qp;
+}
 
-struct urxe_eqp {
-	struct urxe_engine *eng;
-	uint32_t qpn;
-	enum ibv_qp_type type;
-	uint32_t pd;			/* PD handle for key checks */
-	bool sq_sig_all;
-	struct urxe_wq sq;
-	struct urxe_wq rq;		/* unused with an SRQ */
-	struct urxe_esrq *srq;		/* receives come from here, or NULL */
-	struct urxe_recv_wqe *srq_wqe;	/* the one taken from @srq ... */
-	bool srq_held;			/* ... until it completes */
-	struct urxe_cq_ring *scq;
-	struct urxe_cq_ring *rcq;
-	struct urxe_qp_attr attr;	/* under the progress lock */
-	uint16_t sport;			/* UDP source port (flow hash) */
-	/*
-	 * XRC.  IBV_QPT_XRC_SEND (INI): a requester only, no receive queue;
-	 * each send WQE names the remote SRQ in remote_qpn, sent as XRCETH.
-	 * IBV_QPT_XRC_RECV (TGT): a responder only, no PD, queues or CQs of
-	 * its own; each request's XRCETH names an XRC SRQ of domain @xrcd,
-	 * whose receive WQEs, PD (rkeys) and CQ the message uses (the engine
-	 * points @srq, @pd and @rcq at it for the message's duration; the
-	 * engine allocates a TGT QP's @srq_wqe and frees it in
-	 * urxe_engine_qp_remove(): the provider leaves it NULL).
-	 * Responses and ACKs of both carry XRC opcodes (0xA0 + operation).
-	 */
-	uint64_t xrcd;
-	struct urxe_tgt_shared *shared;	/* TGT of a shared domain, or NULL */
-	struct urxe_req_state req;
-	struct urxe_comp_state comp;
-	struct urxe_resp_state resp;
-	struct urxe_eqp *pending_next;	/* on the engine's work list */
-	atomic_bool on_list;		/* set under list_lock */
-	/*
-	 * Affiliated async events back to the provider (progress lock held,
-	 * must not block): the errors, and IBV_EVENT_QP_LAST_WQE_REACHED each
-	 * time an SRQ QP in ERR is flushed (the provider reports it once per
-	 * visit to ERR).
-	 */
-	void (*fatal)(struct urxe_eqp *qp, enum ibv_event_type ev);
-	/*
-	 * This QP's share of the engine's counters, under the progress lock
-	 * (the engine-wide ones, such as drops before a QP is known, stay 0).
-	 * Published to the slot's statistics record now and then.
-	 */
-	uint64_t cnt[URXE_CNT__COUNT];
-};
+/*
+ * A new QP, everything 0 but its rings: a send and a receive queue sized
+ * by @cap (max_send_wr, _sge, max_inline_data; max_recv_wr, _sge), or
+ * none with @cap NULL (a TGT QP's view, an opened handle).
+ * urxe_engine_qp_free() frees it (NULL: nothing), after
+ * urxe_engine_qp_remove() if it was added.
+ */
+int urxe_engine_qp_new(const struct ibv_qp_cap *cap, struct urxe_eqp **out);
+void urxe_engine_qp_free(struct urxe_eqp *qp);
 
 /*
  * Says once, at the default log level, that @qp sends to @dgid, an
@@ -556,7 +488,7 @@ int urxe_engine_qp_modify(struct urxe_eqp *qp, const struct urxe_qp_attr *a,
 
 /*
  * SRQs: urxe_engine_srq_attach() before urxe_engine_qp_add() makes @qp
- * take its receives from @srq (its ring initialised, @srq->eng set);
+ * take its receives from @srq (urxe_engine_srq_new()'s, @srq->eng set);
  * urxe_engine_srq_detach() after urxe_engine_qp_remove().
  */
 int urxe_engine_srq_attach(struct urxe_eqp *qp, struct urxe_esrq *srq);
@@ -565,7 +497,7 @@ void urxe_engine_srq_detach(struct urxe_eqp *qp);
  * XRC SRQs: urxe_engine_xsrq_add() numbers @srq (@srq->srqn = slot << 14
  * | index, an index no QP of this engine holds, and no QP gets while the
  * SRQ lives) and makes it a target of the TGT QPs of domain @srq->xrcd
- * (set, with ->rq, ->pd and ->cq, before).  After urxe_engine_xsrq_remove()
+ * (set, with ->pd and ->cq, before).  After urxe_engine_xsrq_remove()
  * no request reaches it; a TGT QP in the middle of a message into it
  * drops the message (the WQE it took is completed with
  * IBV_WC_WR_FLUSH_ERR first).  urxe_engine_xsrq_lookup(): the SRQ of that

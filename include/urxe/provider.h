@@ -470,7 +470,13 @@ int urxe_ah_destroy(struct ibv_ah *ah);
  */
 struct urxe_qp {
 	struct ibv_qp_ex vqp;		/* vqp.qp_base is the ibv_qp */
-	struct urxe_eqp e;
+	/*
+	 * The engine's QP (urxe_engine_qp_new), which the provider passes to
+	 * the engine, and @e, its public part (urxe_eqp_pub(@eobj)), the
+	 * fields the provider sets and reads.
+	 */
+	struct urxe_eqp *eobj;
+	struct urxe_eqp_pub *e;
 	struct urxe_dev *dev;
 	struct ibv_qp_init_attr init;	/* as created, with the granted caps */
 	pthread_mutex_t lock;		/* serialises modify and query */
@@ -499,7 +505,7 @@ struct urxe_qp {
 	struct urxe_qp *tgt_next;	/* dev->tgt_qps */
 	/*
 	 * A TGT QP of a file-backed domain: the domain's shared file (its
-	 * state is in ->e.shared).  @view: a QP another process hosts, seen
+	 * state is in ->e->shared).  @view: a QP another process hosts, seen
 	 * through ibv_open_qp(3) here (docs/design.md, XRC across processes).
 	 */
 	struct urxe_xrc_dom *xdom;
@@ -586,7 +592,9 @@ int urxe_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
  */
 struct urxe_srq {
 	struct ibv_srq ibv;
-	struct urxe_esrq e;
+	/* The engine's SRQ (urxe_engine_srq_new) and its public part. */
+	struct urxe_esrq *eobj;
+	struct urxe_esrq_pub *e;
 	struct urxe_dev *dev;
 	pthread_mutex_t lock;		/* serialises modify and query */
 	struct urxe_evpipe *async;

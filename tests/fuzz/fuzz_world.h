@@ -16,6 +16,8 @@
 
 #include <urxe/engine.h>
 
+#include "eqp.h"
+
 #define SLOT 1
 #define SPORT 0xc0de
 #define WIRE_SLOTS 64			/* captured packets kept */

@@ -29,6 +29,8 @@
 
 #include <urxe/engine.h>
 
+#include "eqp.h"
+
 #include "pkt_gather.h"
 
 #define WIRE_MAX 4096		/* packets in flight, and in the log */

@@ -875,7 +875,7 @@ START_TEST(malformed_frames_dropped)
 	transfer_works();
 	qpn = B.qp->qp_num;
 	ghost = (qpn & ~0x3fffu) | ((qpn + 77) & 0x3fffu);	/* our slot, unused */
-	eng = to_uqp(B.qp)->e.eng;
+	eng = to_uqp(B.qp)->e->eng;
 	junk_open(&j);
 	memset(body, 0, sizeof(body));
 	urxe_engine_counters(eng, before);

@@ -856,7 +856,7 @@ static void raise_event(struct ibv_qp *any_handle, enum ibv_event_type t)
 {
 	struct urxe_qp *qp = urxe_qp_real(to_uqp(any_handle));
 
-	qp->e.fatal(&qp->e, t);
+	qp->e->fatal(qp->eobj, t);
 }
 
 static bool get_event(struct ibv_context *c, int ms, struct ibv_async_event *ev)
