@@ -5,6 +5,7 @@
  * a dump (the flow control's count of a socket's senders).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 
 #include "nl.h"
@@ -23,33 +24,20 @@ struct mnl_socket *urxe_nl_open(int bus)
 	return nl;
 }
 
-int urxe_nl_ask(struct mnl_socket *nl, unsigned int *seq,
-		struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
-{
-	char buf[8192];
-	unsigned int portid = mnl_socket_get_portid(nl);
-	ssize_t n;
-	int rc;
-
-	nlh->nlmsg_seq = ++*seq;
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (n < 0)
-		return -errno;
-	rc = mnl_cb_run(buf, (size_t)n, *seq, portid, cb, data);
-	return rc < 0 ? -errno : 0;
-}
-
-int urxe_nl_dump(struct mnl_socket *nl, unsigned int *seq,
-		 struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+/*
+ * Sends @nlh and runs @cb over the answer: one read for a request, reads
+ * until the kernel's NLMSG_DONE for a dump.
+ */
+static int exchange(struct mnl_socket *nl, unsigned int *seq,
+		    struct nlmsghdr *nlh, mnl_cb_t cb, void *data, bool dump)
 {
 	char buf[16384];
 	unsigned int portid = mnl_socket_get_portid(nl);
 	ssize_t n;
 	int rc;
 
-	nlh->nlmsg_flags |= NLM_F_DUMP;
+	if (dump)
+		nlh->nlmsg_flags |= NLM_F_DUMP;
 	nlh->nlmsg_seq = ++*seq;
 	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
 		return -errno;
@@ -58,6 +46,18 @@ int urxe_nl_dump(struct mnl_socket *nl, unsigned int *seq,
 		if (n < 0)
 			return -errno;
 		rc = mnl_cb_run(buf, (size_t)n, *seq, portid, cb, data);
-	} while (rc == MNL_CB_OK);
+	} while (dump && rc == MNL_CB_OK);
 	return rc < 0 ? -errno : 0;
+}
+
+int urxe_nl_ask(struct mnl_socket *nl, unsigned int *seq,
+		struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+	return exchange(nl, seq, nlh, cb, data, false);
+}
+
+int urxe_nl_dump(struct mnl_socket *nl, unsigned int *seq,
+		 struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+	return exchange(nl, seq, nlh, cb, data, true);
 }

@@ -389,15 +389,6 @@ void urxe_packet_release(struct urxe_packet *p)
 
 /* ---- opening ---- */
 
-static unsigned int pow2_at_least(unsigned int v)
-{
-	unsigned int p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 static int set_int(int fd, int level, int name, int val)
 {
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
@@ -407,7 +398,7 @@ static int setup_rings(struct urxe_packet *p)
 {
 	unsigned int wire = (p->mtu < ROCE_FRAME_MAX ? p->mtu : ROCE_FRAME_MAX) +
 			    14 + 4;
-	unsigned int fs = pow2_at_least(TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + wire);
+	unsigned int fs = urxe_pow2_at_least(TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + wire);
 	struct tpacket_req rx = { 0 }, tx = { 0 };
 	unsigned int block = fs > BLOCK_BYTES ? fs : BLOCK_BYTES;
 	unsigned int rx_block = block, rx_fs = fs, rx_bytes = RX_RING_BYTES;

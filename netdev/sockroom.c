@@ -97,6 +97,19 @@ static int diag_cb(const struct nlmsghdr *nlh, void *data)
 			      data);
 }
 
+/* A sock_diag request for UDP sockets of @v4's family, in @nlh. */
+static struct inet_diag_req_v2 *udp_diag_req(struct nlmsghdr *nlh, bool v4)
+{
+	struct inet_diag_req_v2 *q;
+
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	q = mnl_nlmsg_put_extra_header(nlh, sizeof(*q));
+	q->sdiag_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
+	q->sdiag_protocol = IPPROTO_UDP;
+	return q;
+}
+
 /* One exact lookup of the socket a datagram from source port @sport reaches. */
 static int query_one(struct urxe_sockroom *r, const uint8_t *gid,
 		     uint16_t port, uint16_t sport, struct meminfo *m)
@@ -108,11 +121,7 @@ static int query_one(struct urxe_sockroom *r, const uint8_t *gid,
 	int rc;
 
 	*m = (struct meminfo){ 0 };
-	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	q = mnl_nlmsg_put_extra_header(nlh, sizeof(*q));
-	q->sdiag_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
-	q->sdiag_protocol = IPPROTO_UDP;
+	q = udp_diag_req(nlh, v4);
 	q->idiag_ext = 1u << (INET_DIAG_SKMEMINFO - 1);
 	q->idiag_states = ~0u;
 	/*
@@ -225,11 +234,7 @@ int urxe_sockroom_senders(struct urxe_sockroom *r, const uint8_t *gid,
 	};
 	int rc;
 
-	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	q = mnl_nlmsg_put_extra_header(nlh, sizeof(*q));
-	q->sdiag_family = (uint8_t)(v4 ? AF_INET : AF_INET6);
-	q->sdiag_protocol = IPPROTO_UDP;
+	q = udp_diag_req(nlh, v4);
 	q->idiag_states = 1u << 1;	/* TCP_ESTABLISHED: connected */
 	rc = urxe_nl_dump(r->diag, &r->seq, nlh, senders_cb, &s);
 	return rc ? rc : (int)s.n;

@@ -15,20 +15,11 @@
 
 #include "eqp.h"
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 int urxe_wq_init(struct urxe_wq *q, uint32_t max_wr, uint32_t max_sge,
 		 uint32_t max_inline, size_t hdr_size)
 {
 	size_t data = (size_t)max_sge * sizeof(struct urxe_sge);
-	uint32_t slots = pow2_at_least(max_wr ? max_wr : 1);
+	uint32_t slots = urxe_pow2_at_least(max_wr ? max_wr : 1);
 
 	memset(q, 0, sizeof(*q));
 	if (max_inline > data)
@@ -224,7 +215,7 @@ int urxe_engine_srq_post(struct urxe_esrq *srq, struct ibv_recv_wr *wr,
 
 int urxe_cq_ring_init(struct urxe_cq_ring *r, uint32_t cqe)
 {
-	uint32_t slots = pow2_at_least(cqe + 1);
+	uint32_t slots = urxe_pow2_at_least(cqe + 1);
 
 	memset(r, 0, sizeof(*r));
 	r->wc = calloc(slots, sizeof(*r->wc));

@@ -31,15 +31,6 @@ void urxe_engine_srq_detach(struct urxe_eqp *qp)
 	qp->srq_held = false;
 }
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /*
  * The progress lock keeps the responder out, the ring's lock the
  * posters; the posted WQEs move to the same free-running indices of the
@@ -48,7 +39,7 @@ static uint32_t pow2_at_least(uint32_t n)
 int urxe_engine_srq_resize(struct urxe_esrq *srq, uint32_t max_wr)
 {
 	struct urxe_wq *q = &srq->rq;
-	uint32_t slots = pow2_at_least(max_wr ? max_wr : 1), i, cons, prod;
+	uint32_t slots = urxe_pow2_at_least(max_wr ? max_wr : 1), i, cons, prod;
 	uint8_t *buf;
 	int rc = 0;
 

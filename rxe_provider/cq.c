@@ -177,15 +177,6 @@ int urxe_cq_destroy(struct ibv_cq *ibcq)
 	return 0;
 }
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /*
  * Moves the pending completions to a ring of the new size.  The indices
  * run free and stay as they are; only the slots move, under the ring lock
@@ -206,7 +197,7 @@ int urxe_cq_resize(struct ibv_cq *ibcq, int cqe)
 	 */
 	if (cq->dev->eng && !cq->dev->dead)
 		urxe_engine_settle(cq->dev->eng);
-	slots = pow2_at_least((uint32_t)cqe + 1);
+	slots = urxe_pow2_at_least((uint32_t)cqe + 1);
 	wc = calloc(slots, sizeof(*wc));
 	if (!wc)
 		return -ENOMEM;

@@ -67,19 +67,29 @@ static int instance_group(struct urxe_dev *dev, const union ibv_gid *gid,
 	return urxe_mcast_leave(dev->desc.rundir, &dev->slot, gid->raw);
 }
 
+/*
+ * What attach and detach both check first: ib_attach_mcast() and
+ * ib_detach_mcast() take UD QPs and multicast GIDs only, and a dead
+ * instance answers EIO as every verb of it.  Sets *@out.
+ */
+static int mcast_verb_check(struct ibv_qp *ibqp, const union ibv_gid *gid,
+			    struct urxe_qp **out)
+{
+	if (!ibqp || !gid)
+		return -EINVAL;
+	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
+		return -EINVAL;
+	*out = to_uqp(ibqp);
+	return (*out)->dev->dead ? -EIO : 0;
+}
+
 int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 {
 	struct urxe_qp *qp;
-	int rc;
+	int rc = mcast_verb_check(ibqp, gid, &qp);
 
-	if (!ibqp || !gid)
-		return -EINVAL;
-	qp = to_uqp(ibqp);
-	/* ib_attach_mcast(): UD QPs and multicast GIDs only. */
-	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
-		return -EINVAL;
-	if (qp->dev->dead)
-		return -EIO;			/* as every verb of a dead instance */
+	if (rc)
+		return rc;
 	/* A QP binds the sockets: they are there. */
 	if (!urxe_dp_bound(qp->dev->dp))
 		return -ENOTCONN;
@@ -99,15 +109,10 @@ int urxe_qp_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 int urxe_qp_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid)
 {
 	struct urxe_qp *qp;
-	int rc;
+	int rc = mcast_verb_check(ibqp, gid, &qp);
 
-	if (!ibqp || !gid)
-		return -EINVAL;
-	qp = to_uqp(ibqp);
-	if (ibqp->qp_type != IBV_QPT_UD || !gid_is_mcast(gid))
-		return -EINVAL;
-	if (qp->dev->dead)
-		return -EIO;
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&attach_lock);
 	rc = urxe_engine_mcast_detach(qp->eobj, gid);
 	/* The group's last QP here left: so does the instance. */

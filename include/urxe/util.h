@@ -127,6 +127,16 @@ static inline void urxe_put64(uint8_t *p, uint64_t v)
 	urxe_put32(p + 4, (uint32_t)v);
 }
 
+/* The smallest power of two >= @n (1 for 0): ring sizes. */
+static inline uint32_t urxe_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
 /* In a spin-wait: lets the core's other thread (and the bus) breathe. */
 static inline void urxe_cpu_relax(void)
 {
