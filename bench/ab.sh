@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # bench/ab.sh BEFORE_BUILD AFTER_BUILD [--pairs N] [--quick] [--out FILE]
-#             [--user]: is the after build slower?  perftest on loopback,
+#             [--user] [--only PROG[:SIZE]]...: is the after build slower?  perftest on loopback,
 # the two builds taking turns (before, after, before, after, ...), N pairs
 # per figure (default 5, at least 5 for a reading the issue accepts), for
 # the figures docs/performance.md reports: ib_write_bw 64 KiB and 4 KiB,
@@ -21,12 +21,14 @@
 # build's libibverbs.so.1 (as bench/run does): a run with another library
 # stops the bench.  As root; the programs run as root (bench/run's
 # section 2) or, with --user, as $URXE_BENCH_USER (default nobody).
+# --only PROG or PROG:SIZE (repeatable) measures only those figures,
+# for a bisection (e.g. --only ib_read_bw:65536).
 # Benchmarks report; they do not assert: exit 0 whatever the figures, 1
 # when the bench could not run.
 set -uo pipefail
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
 
-PAIRS=5 QUICK=0 OUT="" AS_USER=() WORK="" BUILDS=() PIDS=()
+PAIRS=5 QUICK=0 OUT="" AS_USER=() WORK="" BUILDS=() PIDS=() ONLY=()
 FIGS=("ib_write_bw 65536" "ib_write_bw 4096" "ib_send_bw 65536"
       "ib_read_bw 65536" "ib_send_lat 2" "ib_write_lat 2" "ib_read_lat 2")
 
@@ -58,6 +60,7 @@ parse_args() {
 		--quick) QUICK=1 ;;
 		--out) OUT=$2; shift ;;
 		--user) user=1 ;;
+		--only) ONLY+=("$2"); shift ;;
 		-h | --help) usage 0 ;;
 		-*) usage ;;
 		*) b=$(cd "$1" 2>/dev/null && pwd -P) || die "no build directory $1"
@@ -148,6 +151,19 @@ median() {
 		END { if (NR) printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# wanted "PROG SIZE": whether --only (PROG, or PROG:SIZE) picks it; all
+# are picked without --only.
+wanted() {
+	local o
+	[ "${#ONLY[@]}" -gt 0 ] || return 0
+	for o in "${ONLY[@]}"; do
+		if [ "$o" = "${1% *}" ] || [ "$o" = "${1/ /:}" ]; then
+			return 0
+		fi
+	done
+	return 1
+}
+
 # figure PROG SIZE: PAIRS pairs, before then after; the median ratio.
 figure() {
 	local prog=$1 size=$2 i b a r unit name ratios=() med ok
@@ -197,6 +213,7 @@ main() {
 	say "  $(nproc) CPUs, Linux $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg); programs as $([ "${#AS_USER[@]}" -eq 0 ] && echo root || echo "${URXE_BENCH_USER:-nobody}")"
 	echo "figure,unit,pair,before,after,ratio" >"$OUT"
 	for f in "${FIGS[@]}"; do
+		wanted "$f" || continue
 		# shellcheck disable=SC2086
 		figure $f
 	done
