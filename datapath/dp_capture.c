@@ -71,7 +71,7 @@ void dp_capture_mcast(struct urxe_dp *dp, const struct urxe_pkt *p,
 	struct urxe_frame_desc grp;
 	char note[112];
 
-	dp_frame_from_pkt(&grp, p, p->iov, p->niov);
+	dp_frame_from_pkt(&grp, p);
 	if (k)
 		snprintf(note, sizeof(note),
 			 "urxe mcast: sent on loopback as a unicast copy to each of the group's %u member%s",

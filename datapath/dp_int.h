@@ -121,9 +121,8 @@ bool dp_mcast_pkt(const struct urxe_dp *dp, const struct urxe_pkt *p);
 unsigned int dp_mcast_copies(struct urxe_dp *dp, const struct urxe_pkt *p,
 			     union ibv_gid *dst, unsigned int max);
 
-/* dp_tx.c: a frame for packet @p, its bytes in @iov. */
-void dp_frame_from_pkt(struct urxe_frame_desc *o, const struct urxe_pkt *p,
-		       const struct iovec *iov, unsigned int niov);
+/* dp_tx.c: the frame that carries packet @p. */
+void dp_frame_from_pkt(struct urxe_frame_desc *o, const struct urxe_pkt *p);
 
 /* Counts @n packets lost on the way out (URXE_CNT_SEND_ERR). */
 void dp_count_lost(struct urxe_dp *dp, unsigned int n);

@@ -35,10 +35,9 @@ struct tx {
 	uint64_t t_us;			/* capture: when the last send began */
 };
 
-void dp_frame_from_pkt(struct urxe_frame_desc *o, const struct urxe_pkt *p,
-		       const struct iovec *iov, unsigned int niov)
+void dp_frame_from_pkt(struct urxe_frame_desc *o, const struct urxe_pkt *p)
 {
-	const uint8_t *bth = iov[0].iov_base;
+	const uint8_t *bth = p->iov[0].iov_base;
 
 	memset(o, 0, sizeof(*o));
 	o->dst = p->dgid.raw;
@@ -53,8 +52,8 @@ void dp_frame_from_pkt(struct urxe_frame_desc *o, const struct urxe_pkt *p,
 	o->ttl = 0;
 	/* ACKNOWLEDGE, RC (0x11) or XRC (0xb1): no answer. */
 	o->ack = bth[0] == 0x11 || bth[0] == 0xb1;
-	o->iov = iov;
-	o->niov = niov;
+	o->iov = p->iov;
+	o->niov = p->niov;
 }
 
 void dp_count_lost(struct urxe_dp *dp, unsigned int n)
@@ -232,8 +231,7 @@ static void prepare(struct urxe_dp *dp, struct urxe_pkt *pkts,
 		k = dp_mcast_copies(dp, &pkts[0], dp->gb.mdst,
 				    URXE_BACKEND_SEND_MAX);
 		for (i = 0; i < k; i++) {
-			dp_frame_from_pkt(&out[i], &pkts[0], pkts[0].iov,
-					  pkts[0].niov);
+			dp_frame_from_pkt(&out[i], &pkts[0]);
 			out[i].dst = dp->gb.mdst[i].raw;
 			out[i].fixed_ids = true;
 		}
@@ -244,12 +242,10 @@ static void prepare(struct urxe_dp *dp, struct urxe_pkt *pkts,
 			*n = DP_FAULTS_BATCH;
 		k = dp_faults_apply(dp, pkts, *n, faulted);
 		for (i = 0; i < k; i++)
-			dp_frame_from_pkt(&out[i], &faulted[i], faulted[i].iov,
-					  faulted[i].niov);
+			dp_frame_from_pkt(&out[i], &faulted[i]);
 	} else {
 		for (i = 0; i < *n; i++)
-			dp_frame_from_pkt(&out[i], &pkts[i], pkts[i].iov,
-					  pkts[i].niov);
+			dp_frame_from_pkt(&out[i], &pkts[i]);
 		k = *n;
 		if (dp->gso && k > 1) {
 			group_flows(out, k);
